@@ -1,0 +1,89 @@
+"""Training-memory estimate per device: the number the parallelism and checkpointing rules read.
+
+The model is simple on purpose and stated in full, so a person can check it by hand:
+
+- model state: fp32 master weights (4 B) + fp32 gradients (4 B) + AdamW's two moments (8 B)
+  = 16 bytes per parameter. FSDP2 shards it over every rank (data x tensor x pipeline ranks
+  = the world); DDP and a single device keep all of it.
+- activations: per token and layer, what autograd saves for the backward of a pre-norm block
+  with SDPA attention (no T x T score matrix is kept): block input, norm output, q and the
+  attention output (4·d in all, with the second residual stream and norm), k and v (2·kv_dim),
+  and on the SwiGLU side the two up-projections, their product and the down-projection input
+  (4·ffn_hidden). Stored in the autocast dtype. Full checkpointing keeps only each block's input
+  plus one block's activations while it is recomputed; selective checkpointing wraps every
+  second block. Tensor parallel with sequence parallel splits activations by the TP degree.
+- logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
+
+Pipeline parallel does not change this figure: 1F1B keeps as many micro-batches in flight on
+the first stage as there are stages, each over 1/pp of the layers. Its gain is communication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .presets import ModelShape, count_params
+
+STATE_BYTES_PER_PARAM = 16
+ACTIVATION_BYTES = {
+    "fp32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 2,
+}  # fp8 training keeps bf16 activations
+LOGIT_BYTES_PER_ENTRY = 8
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    params: int
+    state_bytes: float
+    activation_bytes: float
+    logit_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.state_bytes + self.activation_bytes + self.logit_bytes
+
+    @property
+    def total_gb(self) -> float:
+        return self.total_bytes / GB
+
+
+def activation_elements(shape: ModelShape, activation_checkpointing: str) -> int:
+    """Activation elements kept per token, summed over the layers, for one checkpointing mode."""
+    block = 6 * shape.dim + 2 * shape.kv_dim + 4 * shape.ffn_hidden_dim
+    n, d = shape.n_layers, shape.dim
+    if activation_checkpointing == "full":
+        return n * d + block
+    if activation_checkpointing == "selective":
+        wrapped = n // 2
+        return wrapped * d + (n - wrapped) * block + (block if wrapped else 0)
+    return n * block
+
+
+def estimate_train_memory(
+    shape: ModelShape,
+    *,
+    seq_len: int,
+    batch_size: int,
+    precision: str,
+    shard_degree: int,
+    tp_degree: int,
+    activation_checkpointing: str,
+) -> MemoryEstimate:
+    params = count_params(shape)
+    tokens = batch_size * seq_len
+    activations = (
+        tokens
+        * activation_elements(shape, activation_checkpointing)
+        * ACTIVATION_BYTES[precision]
+        / tp_degree
+    )
+    return MemoryEstimate(
+        params=params,
+        state_bytes=params * STATE_BYTES_PER_PARAM / shard_degree,
+        activation_bytes=activations,
+        logit_bytes=tokens * shape.vocab_size * LOGIT_BYTES_PER_ENTRY / tp_degree,
+    )

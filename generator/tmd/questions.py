@@ -1,0 +1,477 @@
+"""The questionnaire as data: keys, help texts (the why), choices, defaults and validators.
+
+`copier.yml` is generated from this table (`tmd sync`), the guided flow walks it, the variant
+matrix enumerates it, and the docs tables are checked against it. A choice marked
+`offered=False` is part of the design space and of the rules, but this template version does not
+render it yet; selecting it is refused with a message that says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import rules
+from .hardware import ACCELERATORS
+from .presets import PRESETS
+
+Answers = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: Any
+    label: str
+    offered: bool = True
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str
+    type: str  # str | int | float | bool
+    help: str
+    choices: tuple[Choice, ...] = ()
+    default: Any = None  # a constant, or a function of the earlier answers
+    default_jinja: str | None = None
+    validator: Callable[[Answers], str | None] | None = None
+    validator_jinja: str | None = None
+    when: Callable[[Answers], bool] | None = None  # asked only when true
+    when_jinja: str | None = None
+    computed: bool = False  # never asked; derived, but may be set with --data
+    advanced: bool = False  # a derived value a person may set; the flow does not ask it
+    decision: str | None = None  # the Design Decisions row it fills, if any
+
+    def default_for(self, answers: Answers) -> Any:
+        value = self.default(answers) if callable(self.default) else self.default
+        return value.choice if isinstance(value, rules.Decision) else value
+
+    def values(self) -> list[Any]:
+        return [c.value for c in self.choices]
+
+    def offered_values(self) -> list[Any]:
+        return [c.value for c in self.choices if c.offered]
+
+
+def _c(value: Any, label: str, offered: bool = True) -> Choice:
+    return Choice(value, label, offered)
+
+
+NOT_RENDERED = (
+    "{value} is part of the design space but this template version does not render it yet"
+)
+
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "project_name",
+        "str",
+        "Project name: the folder, the distribution name and the README title.",
+        default="my-model",
+    ),
+    Question(
+        "package_name",
+        "str",
+        "Python package name (import name). It must be an identifier: the project is run as "
+        "`python -m <package_name>`.",
+        default=lambda a: rules.slugify(a["project_name"]),
+        default_jinja=rules.JINJA_PACKAGE_NAME,
+        validator=rules.check_package_name,
+        validator_jinja=rules.JINJA_CHECK_PACKAGE_NAME,
+    ),
+    Question(
+        "modality",
+        "str",
+        "What the model reads. It decides the tokenizer, the data pipeline and the default "
+        "sequence length; several modalities get separate encoders into one latent space.",
+        choices=(
+            _c("text", "text (decoder-only language model, byte-level tokenizer)"),
+            _c("image", "image (patch embeddings)", offered=False),
+            _c("audio", "audio (frame embeddings)", offered=False),
+            _c("video", "video (spatio-temporal patches)", offered=False),
+            _c("timeseries", "time series", offered=False),
+            _c("multimodal", "multimodal (vision + text)", offered=False),
+            _c("tabular", "tabular", offered=False),
+        ),
+        default="text",
+    ),
+    Question(
+        "stage",
+        "str",
+        "Research (the architecture still changes) or production (a settled model where "
+        "throughput pays). It drives the graph-mode default.",
+        choices=(_c("research", "research"), _c("production", "production")),
+        default="research",
+    ),
+    Question(
+        "control_flow",
+        "bool",
+        "Does the model have data-dependent control flow (early exit, loops whose length "
+        "depends on the input, layers skipped per sample)? Such flow breaks compiled graphs.",
+        default=False,
+    ),
+    Question(
+        "graph_mode",
+        "str",
+        "How the model runs: eager, torch.compile, or compile with max-autotune. Rule: data-"
+        "dependent control flow or research → eager; production → max-autotune.",
+        choices=(
+            _c("eager", "eager (readable errors, fastest iteration)"),
+            _c("compile", "torch.compile (default mode: fused kernels, 10-40% faster)"),
+            _c(
+                "max_autotune",
+                "torch.compile(mode='max-autotune') (longest compile, fastest steps)",
+            ),
+        ),
+        default=rules.suggest_graph_mode,
+        default_jinja=rules.JINJA_SUGGEST_GRAPH_MODE,
+        decision="Graph mode",
+    ),
+    Question(
+        "model_size",
+        "str",
+        "Starting size. It sets dim, layers and heads in the config, the memory estimate behind "
+        "the parallelism default, and the batch size per device.",
+        choices=tuple(_c(p.name, p.label) for p in PRESETS.values()),
+        default="tiny",
+    ),
+    Question(
+        "seq_len",
+        "int",
+        "Training context length in tokens. Past 8K tokens attention's T² cost dominates "
+        "(sliding window or SSM); past 32K the sequence is split across GPUs (context parallel).",
+        default=rules.suggest_seq_len,
+        default_jinja=rules.JINJA_SUGGEST_SEQ_LEN,
+        validator=rules.check_seq_len,
+        validator_jinja=rules.JINJA_CHECK_SEQ_LEN,
+    ),
+    Question(
+        "attention",
+        "str",
+        "Attention variant. GQA is the default (smaller KV cache, near-MHA quality); past 8K "
+        "tokens a sliding window keeps cost linear in T.",
+        choices=(
+            _c("mha", "MHA (one K/V head per query head)"),
+            _c("gqa", "GQA (K/V heads shared by groups of query heads)"),
+            _c("mqa", "MQA (one K/V head for all query heads: smallest cache)"),
+            _c("sliding_window", "sliding-window attention", offered=False),
+            _c("mla", "multi-head latent attention (compressed KV)", offered=False),
+        ),
+        default=rules.suggest_attention,
+        default_jinja=rules.JINJA_SUGGEST_ATTENTION,
+        decision="Attention variant",
+    ),
+    Question(
+        "position",
+        "str",
+        "Position encoding. RoPE rotates q and k by position, so attention sees relative "
+        "offsets and the cache needs no position table.",
+        choices=(
+            _c("rope", "RoPE (rotary, relative)"),
+            _c("alibi", "ALiBi (linear distance bias)", offered=False),
+            _c("learned", "learned absolute positions", offered=False),
+            _c("none", "none (NoPE: causal mask only)", offered=False),
+        ),
+        default="rope",
+        decision="Position encoding",
+    ),
+    Question(
+        "norm",
+        "str",
+        "Normalization, applied before each sub-layer (pre-LN keeps the residual stream clean "
+        "and training stable). RMSNorm skips the mean: cheaper, same quality.",
+        choices=(
+            _c("rmsnorm", "pre-LN RMSNorm"),
+            _c("layernorm", "pre-LN LayerNorm", offered=False),
+        ),
+        default="rmsnorm",
+        decision="Normalization",
+    ),
+    Question(
+        "qk_norm",
+        "bool",
+        "Normalize queries and keys per head before RoPE? It bounds attention logits, which "
+        "keeps large or long-trained models from loss spikes.",
+        default=False,
+    ),
+    Question(
+        "ffn",
+        "str",
+        "Feed-forward block. SwiGLU gates the hidden layer and beats a GELU MLP at equal "
+        "parameters; MoE adds capacity without adding compute per token.",
+        choices=(
+            _c("swiglu", "SwiGLU"),
+            _c("gelu", "GELU MLP", offered=False),
+            _c("moe", "sparse mixture of experts (top-k routing)", offered=False),
+        ),
+        default="swiglu",
+        decision="FFN",
+    ),
+    *(
+        Question(
+            key,
+            "int",
+            f"Model shape: {key} (from the model_size preset; set it to reshape the model).",
+            default=(lambda k: lambda a: rules.shape_default(a, k))(key),
+            default_jinja=rules.jinja_shape_default(key),
+            validator=(lambda k: lambda a: rules.check_shape(a, k))(key),
+            validator_jinja=rules.jinja_check_shape(key),
+            computed=True,
+            advanced=True,
+        )
+        for key in rules.SHAPE_KEYS
+    ),
+    Question(
+        "batch_size",
+        "int",
+        "Sequences per device per step in the starting config (from the model_size preset).",
+        default=lambda a: PRESETS[a["model_size"]].batch_size,
+        default_jinja="{{ "
+        + repr({n: p.batch_size for n, p in PRESETS.items()})
+        + "[model_size] }}",
+        validator=lambda a: rules.check_count(a, "batch_size"),
+        validator_jinja=rules.jinja_check_count("batch_size"),
+        computed=True,
+        advanced=True,
+    ),
+    Question(
+        "train_steps",
+        "int",
+        "Optimizer steps in the starting config (from the model_size preset).",
+        default=lambda a: PRESETS[a["model_size"]].train_steps,
+        default_jinja="{{ "
+        + repr({n: p.train_steps for n, p in PRESETS.items()})
+        + "[model_size] }}",
+        validator=lambda a: rules.check_count(a, "train_steps"),
+        validator_jinja=rules.jinja_check_count("train_steps"),
+        computed=True,
+        advanced=True,
+    ),
+    Question(
+        "accelerator",
+        "str",
+        "The device the model is meant for. It sets the memory budget per device, which "
+        "precisions exist (fp8 needs Hopper or later) and the peak FLOP/s behind MFU.",
+        choices=tuple(_c(name, acc.label) for name, acc in ACCELERATORS.items()),
+        default="h100",
+    ),
+    Question(
+        "precision",
+        "str",
+        "Training precision. bf16 autocast on GPUs (half the activation memory, fp32 range); "
+        "fp32 on CPU; fp16 needs loss scaling; fp8 (torchao) only on H100/H200/B200.",
+        choices=(
+            _c("fp32", "fp32"),
+            _c("bf16", "bf16 autocast"),
+            _c("fp16", "fp16 autocast with loss scaling"),
+            _c("fp8", "fp8 matmuls via torchao float8 training"),
+        ),
+        default=rules.suggest_precision,
+        default_jinja=rules.JINJA_SUGGEST_PRECISION,
+        validator=rules.check_precision,
+        validator_jinja=rules.JINJA_CHECK_PRECISION,
+        decision="Precision",
+    ),
+    Question(
+        "loss_scaling",
+        "bool",
+        "Scale the fp16 loss (GradScaler) so small gradients survive fp16's narrow exponent?",
+        default=True,
+        validator=rules.check_loss_scaling,
+        validator_jinja=rules.JINJA_CHECK_LOSS_SCALING,
+        when=lambda a: a["precision"] == "fp16",
+        when_jinja="{{ precision == 'fp16' }}",
+    ),
+    Question(
+        "gpus_per_node",
+        "int",
+        "GPUs per node. Tensor parallel stays inside a node, where NVLink makes it pay.",
+        default=1,
+        validator=lambda a: rules.check_count(a, "gpus_per_node"),
+        validator_jinja=rules.jinja_check_count("gpus_per_node"),
+    ),
+    Question(
+        "nodes",
+        "int",
+        "Nodes. Across nodes, pipeline stages send activations instead of all-gathering weights.",
+        default=1,
+        validator=lambda a: rules.check_count(a, "nodes"),
+        validator_jinja=rules.jinja_check_count("nodes"),
+    ),
+    Question(
+        "world_size",
+        "int",
+        "GPUs in all.",
+        default=rules.world_size,
+        default_jinja=rules.JINJA_WORLD_SIZE,
+        computed=True,
+    ),
+    Question(
+        "tp_degree",
+        "int",
+        "Tensor-parallel degree if TP is used: the largest power of two in a node that divides "
+        "both head counts.",
+        default=rules.tp_degree,
+        default_jinja=rules.JINJA_TP_DEGREE,
+        computed=True,
+    ),
+    Question(
+        "pp_degree",
+        "int",
+        "Pipeline stages if PP is used: one per node.",
+        default=rules.pp_degree,
+        default_jinja=rules.JINJA_PP_DEGREE,
+        computed=True,
+    ),
+    Question(
+        "capacity_bytes",
+        "int",
+        "Usable memory per device (0 on CPU, where the fit checks are skipped).",
+        default=lambda a: int(rules.capacity_bytes(a) or 0),
+        default_jinja=rules.jinja_capacity(),
+        computed=True,
+    ),
+    Question(
+        "parallelism",
+        "str",
+        "How training spreads over GPUs, from the memory estimate: fits on one GPU → DDP; fits "
+        "when sharded → FSDP2; else + tensor parallel; deep and multi-node → + pipeline.",
+        choices=(
+            _c("single", "single device"),
+            _c("ddp", "DDP (replicate, all-reduce gradients)"),
+            _c("fsdp2", "FSDP2 (shard params, grads and optimizer state)"),
+            _c("fsdp2_tp", "FSDP2 + tensor parallel (2-D)", offered=False),
+            _c("fsdp2_tp_pp", "FSDP2 + TP + pipeline parallel (3-D)", offered=False),
+        ),
+        default=rules.suggest_parallelism,
+        default_jinja=rules.JINJA_SUGGEST_PARALLELISM,
+        validator=rules.check_parallelism,
+        validator_jinja=rules.JINJA_CHECK_PARALLELISM,
+        decision="Parallelism",
+    ),
+    Question(
+        "context_parallel",
+        "bool",
+        "Context parallel (split the sequence across GPUs), added past 32K tokens.",
+        default=rules.context_parallel,
+        default_jinja=rules.JINJA_CONTEXT_PARALLEL,
+        computed=True,
+    ),
+    Question(
+        "activation_checkpointing",
+        "str",
+        "Recompute activations in the backward to save memory: none when the estimate fits, "
+        "selective (every second block) when that suffices, else full.",
+        choices=(
+            _c("none", "none"),
+            _c("selective", "selective (every second block)"),
+            _c("full", "full (every block)"),
+        ),
+        default=rules.suggest_activation_checkpointing,
+        default_jinja=rules.JINJA_SUGGEST_ACTIVATION_CHECKPOINTING,
+        validator=rules.check_fit,
+        validator_jinja=rules.JINJA_CHECK_FIT,
+        decision="Activation checkpointing",
+    ),
+    Question(
+        "memory_gb",
+        "str",
+        "Estimated training memory per device in GB for the chosen layout.",
+        default=rules.memory_gb,
+        default_jinja=rules.JINJA_MEMORY_GB,
+        computed=True,
+    ),
+    Question(
+        "deployment",
+        "str",
+        "How the model is used after training: research (generate from checkpoints), an HTTP "
+        "server with a KV cache and continuous batching, torch.export + AOTInductor, or ONNX.",
+        choices=(
+            _c("research", "research (generate / eval from checkpoints)"),
+            _c("server", "HTTP server (KV cache, continuous batching)", offered=False),
+            _c("export", "torch.export + AOTInductor package", offered=False),
+            _c("onnx", "ONNX", offered=False),
+        ),
+        default="research",
+        decision="Deployment",
+    ),
+    Question(
+        "quantization",
+        "str",
+        "Inference quantization through torchao: int8 weight-only suits batch-1 decode; int4 "
+        "weight-only gives the most tokens/s on CUDA; fp8 needs Hopper or later.",
+        choices=(
+            _c("none", "none"),
+            _c("int8_weight_only", "int8 weight-only", offered=False),
+            _c("int8_dynamic", "int8 dynamic activations + int8 weights", offered=False),
+            _c("int4_weight_only", "int4 weight-only", offered=False),
+            _c("fp8", "fp8 dynamic activations + fp8 weights", offered=False),
+        ),
+        default="none",
+    ),
+    Question(
+        "speculative",
+        "bool",
+        "Speculative decoding (a small draft model proposes, the model verifies): 2-3x lower "
+        "latency for a single request. Autoregressive models only.",
+        default=False,
+        validator=rules.check_speculative,
+        validator_jinja=rules.JINJA_CHECK_SPECULATIVE,
+    ),
+    Question(
+        "latency_ms",
+        "float",
+        "Per-token latency target in milliseconds (0 = none). Under 10 ms, distilling a large "
+        "model into a small one beats designing small from scratch.",
+        default=0.0,
+        validator=rules.check_latency,
+        validator_jinja=rules.JINJA_CHECK_LATENCY,
+    ),
+    Question(
+        "launcher",
+        "str",
+        "How runs start: torchrun on this machine, a Slurm batch script, or a Kubernetes "
+        "PyTorchJob. A local torchrun script is always included.",
+        choices=(
+            _c("local", "local (torchrun)"),
+            _c("slurm", "Slurm (sbatch + srun torchrun)"),
+            _c("kubernetes", "Kubernetes (Kubeflow PyTorchJob)"),
+        ),
+        default="local",
+    ),
+    Question(
+        "tracking",
+        "str",
+        "Where training metrics go (a metrics.jsonl file is always written as well).",
+        choices=(
+            _c("tensorboard", "TensorBoard"),
+            _c("wandb", "Weights & Biases (offline unless WANDB_MODE says otherwise)"),
+            _c("none", "none (metrics.jsonl only)"),
+        ),
+        default="tensorboard",
+    ),
+    Question(
+        "compile_mode",
+        "str",
+        "The torch.compile mode the graph-mode answer maps to.",
+        default=lambda a: rules.COMPILE_MODE[a["graph_mode"]],
+        default_jinja="{{ " + repr(rules.COMPILE_MODE) + "[graph_mode] }}",
+        computed=True,
+    ),
+    Question(
+        "distill",
+        "bool",
+        "A latency target under 10 ms: the design notes recommend distillation.",
+        default=rules.wants_distillation,
+        default_jinja="{{ 0 < latency_ms < " + str(rules.DISTILL_LATENCY_MS) + " }}",
+        computed=True,
+    ),
+)
+
+BY_KEY: dict[str, Question] = {q.key: q for q in QUESTIONS}
+ASKED_KEYS = tuple(q.key for q in QUESTIONS if not q.computed)
+SUGGESTED_KEYS = tuple(q.key for q in QUESTIONS if q.decision and callable(q.default))
+
+
+def not_offered_message(question: Question, value: Any) -> str:
+    offered = ", ".join(str(v) for v in question.offered_values())
+    return f"{question.key}={value}: {NOT_RENDERED.format(value=value)}; choose one of: {offered}"

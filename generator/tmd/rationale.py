@@ -1,0 +1,82 @@
+"""Why each choice: the Rationale column of the Design Decisions table, in one place.
+
+The rendered DESIGN.md and `tmd plan` both read these texts (copier gets them as the computed
+value `rationale`), so the table a person reads in the project is the one the engine wrote.
+"""
+
+from __future__ import annotations
+
+CHOICE_RATIONALE: dict[str, dict[str, str]] = {
+    "graph_mode": {
+        "eager": "Eager: errors point at the failing line and every change runs at once; the "
+        "right mode while the architecture moves or when control flow depends on the data.",
+        "compile": "torch.compile fuses pointwise chains and removes Python overhead per step "
+        "(10-40% typical) with a short first-step compile.",
+        "max_autotune": "torch.compile(mode='max-autotune') also benchmarks kernel choices once; "
+        "the longest compile, the fastest steps for a settled, production model.",
+    },
+    "attention": {
+        "mha": "Multi-head attention: one K/V head per query head, the quality reference; the "
+        "largest KV cache.",
+        "gqa": "Grouped-query attention: K/V heads shared by groups of query heads cut the KV "
+        "cache and its memory traffic by n_heads/n_kv_heads at nearly MHA quality.",
+        "mqa": "Multi-query attention: one K/V head for all query heads, the smallest KV cache "
+        "and fastest decode, at some cost in quality.",
+        "sliding_window": "Sliding-window attention: each token sees a fixed window, so cost "
+        "grows linearly with the sequence.",
+        "mla": "Multi-head latent attention: K/V compressed into a small latent that the cache "
+        "stores.",
+    },
+    "position": {
+        "rope": "RoPE rotates q and k by position: attention depends on relative offsets, "
+        "nothing is added to the residual stream, and the base can be rescaled for longer "
+        "contexts.",
+        "alibi": "ALiBi adds a linear distance penalty per head; no position parameters.",
+        "learned": "Learned absolute positions: simple, but fixed to the trained length.",
+        "none": "No position encoding: the causal mask alone carries order.",
+    },
+    "norm": {
+        "rmsnorm": "Pre-LN RMSNorm: normalising before each sub-layer keeps the residual path "
+        "an identity, which keeps deep stacks trainable; RMSNorm drops the mean for speed.",
+        "layernorm": "Pre-LN LayerNorm: the classic normaliser, with mean and bias.",
+    },
+    "ffn": {
+        "swiglu": "SwiGLU: a gated hidden layer (hidden = 8/3·dim keeps parameters equal to a "
+        "4·dim MLP) that trains to a lower loss than GELU.",
+        "gelu": "GELU MLP: the classic two-matrix feed-forward.",
+        "moe": "Sparse MoE: more parameters at the same compute per token, if the router "
+        "stays balanced.",
+    },
+    "precision": {
+        "fp32": "fp32 everywhere: exact, and the reference the tests compare against; right for "
+        "CPU runs, slow on GPUs.",
+        "bf16": "bf16 autocast: tensor-core matmuls and half the activation memory with fp32's "
+        "exponent range, so no loss scaling; weights and optimizer state stay fp32.",
+        "fp16": "fp16 autocast with a GradScaler: fp16's narrow exponent needs the loss scaled "
+        "so small gradients do not flush to zero.",
+        "fp8": "fp8 matmuls (torchao float8 training, tensorwise scaling) on Hopper or later: "
+        "about 1.25-2x bf16 throughput; needs torch.compile to pay off.",
+    },
+    "parallelism": {
+        "single": "One device, no process group.",
+        "ddp": "DDP: every rank holds the whole model and gradients are all-reduced, overlapped "
+        "with the backward.",
+        "fsdp2": "FSDP2 (fully_shard): parameters, gradients and optimizer state are sharded "
+        "per parameter; layers are all-gathered just in time and prefetched.",
+        "fsdp2_tp": "FSDP2 across nodes x tensor parallel inside a node (DTensor).",
+        "fsdp2_tp_pp": "FSDP2 x TP x pipeline stages across nodes.",
+    },
+    "activation_checkpointing": {
+        "none": "No recomputation: the fastest steps.",
+        "selective": "Every second block recomputes its activations in the backward.",
+        "full": "Every block recomputes its activations in the backward: only block inputs "
+        "are kept.",
+    },
+    "deployment": {
+        "research": "Checkpoints plus `generate` and `eval` commands with a static KV cache.",
+        "server": "An HTTP server with a KV cache and continuous batching.",
+        "export": "torch.export + AOTInductor: a compiled package that runs without Python "
+        "model code.",
+        "onnx": "ONNX export for runtimes outside PyTorch.",
+    },
+}

@@ -1,0 +1,53 @@
+"""Text views of a plan: the Design Decisions table and the memory estimate."""
+
+from __future__ import annotations
+
+from . import rules
+from .plan import Plan, memory_table
+
+
+def decisions_table(plan: Plan) -> str:
+    lines = ["| Decision | Choice | Rationale |", "|----------|--------|-----------|"]
+    for row in plan.rows:
+        choice = row.choice if row.suggested is None else f"{row.choice} (rule: {row.suggested})"
+        lines.append(f"| {row.decision} | {choice} | {row.rationale} |")
+    return "\n".join(lines)
+
+
+def memory_report(plan: Plan) -> str:
+    a = plan.answers
+    cap = rules.capacity_bytes(a)
+    budget = "no fixed budget (CPU)" if cap is None else f"{cap / 1e9:.1f} GB usable per device"
+    chosen = rules.memory_for(a, a["parallelism"], a["activation_checkpointing"])
+    lines = [
+        f"Model: {plan.params / 1e6:,.1f}M parameters, seq_len {a['seq_len']}, "
+        f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
+        f"{a['accelerator']} ({budget}).",
+        f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
+        f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
+        f"activations {chosen.activation_bytes / 1e9:.1f} + logits {chosen.logit_bytes / 1e9:.1f}.",
+        "",
+        "| Parallelism | Checkpointing | GB per device | Fits |",
+        "|-------------|---------------|---------------|------|",
+    ]
+    for parallelism, ac, gb, ok in memory_table(a):
+        lines.append(f"| {parallelism} | {ac} | {gb:.1f} | {'yes' if ok else 'no'} |")
+    return "\n".join(lines)
+
+
+def plan_text(plan: Plan) -> str:
+    parts = [
+        "## Design Decisions",
+        "",
+        decisions_table(plan),
+        "",
+        "## Memory estimate",
+        "",
+        memory_report(plan),
+    ]
+    if plan.reasons:
+        parts += ["", "## Why the rules pick what they pick", ""]
+        parts += [f"- {decision}: {why}" for decision, why in plan.reasons]
+    if plan.notes:
+        parts += ["", "## Notes", "", *(f"- {note}" for note in plan.notes)]
+    return "\n".join(parts) + "\n"

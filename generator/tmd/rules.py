@@ -1,0 +1,639 @@
+"""The decision trees as small pure functions, each returning its choice and the reason.
+
+Every rule that copier.yml needs at prompt time also carries its Jinja mirror (the `JINJA_*`
+strings next to it): `copier copy` runs without this package, so the defaults and validators in
+copier.yml are these strings, and `tests/test_mirror.py` checks that each Jinja mirror and its
+Python function agree over the whole answer space. Edit both together, then run `tmd sync`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .hardware import ACCELERATORS, FP8_ACCELERATORS, USABLE_MEMORY_FRACTION
+from .memory import MemoryEstimate, estimate_train_memory
+from .presets import PRESETS, ModelShape
+
+Answers = dict[str, Any]
+
+LONG_SEQUENCE = 8192  # past this, quadratic attention dominates (skill, Phase 1)
+CONTEXT_PARALLEL_SEQUENCE = 32768  # past this, split the sequence across GPUs (Phase 3)
+DEEP_MODEL_LAYERS = 64  # "very deep": pipeline stages across nodes pay off
+MAX_TP_DEGREE = 8  # TP stays inside one NVLink domain
+DISTILL_LATENCY_MS = 10
+
+
+@dataclass(frozen=True)
+class Decision:
+    choice: Any
+    rationale: str
+
+
+# --------------------------------------------------------------------------- names
+
+
+def slugify(project_name: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "_", project_name.lower()).strip("_")
+
+
+JINJA_PACKAGE_NAME = (
+    "{{ project_name | lower | regex_replace('[^0-9a-z]+', '_') | regex_replace('^_+|_+$', '') }}"
+)
+
+
+def check_package_name(a: Answers) -> str | None:
+    name = a["package_name"]
+    if "/" in name or "\\" in name or ".." in name:
+        return (
+            f"package_name '{name}' looks like a path: the package must be a plain Python "
+            "identifier inside the project folder, e.g. 'my_model'"
+        )
+    if not name.isidentifier() or not name.isascii():
+        if name[:1].isdigit():
+            return (
+                f"package_name '{name}' starts with a digit, which Python cannot import: "
+                f"use a leading letter, e.g. 'pkg_{name}'"
+            )
+        return (
+            f"package_name '{name}' is not a Python identifier (ASCII letters, digits and "
+            f"underscores): try '{slugify(name) or 'my_model'}'"
+        )
+    if keyword.iskeyword(name):
+        return (
+            f"package_name '{name}' is a Python keyword and cannot be imported: try '{name}_model'"
+        )
+    return None
+
+
+JINJA_CHECK_PACKAGE_NAME = (
+    "{% set n = package_name %}"
+    "{% if '/' in n or '\\\\' in n or '..' in n %}"
+    "package_name '{{ n }}' looks like a path: the package must be a plain Python identifier "
+    "inside the project folder, e.g. 'my_model'"
+    "{% elif not (n | regex_search('^[A-Za-z_][A-Za-z0-9_]*$')) %}"
+    "{% if n[:1] in '0123456789' and n[:1] %}"
+    "package_name '{{ n }}' starts with a digit, which Python cannot import: use a leading "
+    "letter, e.g. 'pkg_{{ n }}'"
+    "{% else %}"
+    "{% set s = n | lower | regex_replace('[^0-9a-z]+', '_') | regex_replace('^_+|_+$', '') %}"
+    "package_name '{{ n }}' is not a Python identifier (ASCII letters, digits and "
+    "underscores): try '{{ s or 'my_model' }}'"
+    "{% endif %}"
+    "{% elif n in " + repr(sorted(keyword.kwlist)) + " %}"
+    "package_name '{{ n }}' is a Python keyword and cannot be imported: try '{{ n }}_model'"
+    "{% endif %}"
+)
+
+# --------------------------------------------------------------------------- graph mode
+
+
+def suggest_graph_mode(a: Answers) -> Decision:
+    if a["control_flow"]:
+        return Decision(
+            "eager",
+            "Data-dependent control flow breaks the graph, and graph breaks take away most of "
+            "what compilation buys; eager is the honest default (try compile(dynamic=True) "
+            "later, and test it).",
+        )
+    if a["stage"] == "research":
+        return Decision(
+            "eager",
+            "The architecture is still changing: eager keeps errors readable and iteration "
+            "fast. Compile once the design settles.",
+        )
+    return Decision(
+        "max_autotune",
+        "A stable, throughput-critical model: torch.compile(mode='max-autotune') searches "
+        "kernel configurations once and pays back on every step. Remove graph breaks first.",
+    )
+
+
+JINJA_SUGGEST_GRAPH_MODE = (
+    "{% if control_flow or stage == 'research' %}eager{% else %}max_autotune{% endif %}"
+)
+
+COMPILE_MODE = {"eager": "none", "compile": "default", "max_autotune": "max-autotune"}
+
+# --------------------------------------------------------------------------- sequence and attention
+
+SEQ_LEN_BY_MODALITY = {"text": 2048}
+TINY_SEQ_LEN = 256
+
+
+def suggest_seq_len(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(
+            TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
+        )
+    n = SEQ_LEN_BY_MODALITY[a["modality"]]
+    return Decision(n, f"{n} tokens is the usual pre-training context for {a['modality']}.")
+
+
+JINJA_SUGGEST_SEQ_LEN = (
+    "{% if model_size == 'tiny' %}" + str(TINY_SEQ_LEN) + "{% else %}"
+    "{{ " + repr(SEQ_LEN_BY_MODALITY) + "[modality] }}{% endif %}"
+)
+
+
+def check_seq_len(a: Answers) -> str | None:
+    if a["seq_len"] < 1:
+        return f"seq_len must be a positive number of tokens, got {a['seq_len']}"
+    return None
+
+
+JINJA_CHECK_SEQ_LEN = (
+    "{% if seq_len < 1 %}seq_len must be a positive number of tokens, got {{ seq_len }}{% endif %}"
+)
+
+
+def suggest_attention(a: Answers) -> Decision:
+    if a["seq_len"] > LONG_SEQUENCE:
+        return Decision(
+            "sliding_window",
+            f"Past {LONG_SEQUENCE} tokens the T² attention cost dominates; a sliding window "
+            "keeps it linear in T for a small loss in quality.",
+        )
+    return Decision(
+        "gqa",
+        "Grouped-query attention shares each K/V head among several query heads: a smaller "
+        "KV cache and less memory traffic at nearly MHA quality (Llama 2/3, Mistral, Gemma).",
+    )
+
+
+JINJA_SUGGEST_ATTENTION = (
+    "{% if seq_len > " + str(LONG_SEQUENCE) + " %}sliding_window{% else %}gqa{% endif %}"
+)
+
+# --------------------------------------------------------------------------- model shape
+
+SHAPE_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden_dim", "vocab_size")
+
+
+def shape_default(a: Answers, key: str) -> int:
+    preset = PRESETS[a["model_size"]]
+    if key == "n_kv_heads":
+        return {"mha": a["n_heads"], "mqa": 1}.get(a["attention"], preset.shape.n_kv_heads)
+    return getattr(preset.shape, key)
+
+
+def jinja_shape_default(key: str) -> str:
+    table = {name: getattr(p.shape, key) for name, p in PRESETS.items()}
+    if key == "n_kv_heads":
+        return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + repr(table) + "[model_size]) }}"
+    return "{{ " + repr(table) + "[model_size] }}"
+
+
+def check_shape(a: Answers, key: str) -> str | None:
+    value = a[key]
+    if value < 1:
+        return f"{key} must be positive, got {value}"
+    if key == "n_heads" and a["dim"] % value:
+        return f"n_heads={value} must divide dim={a['dim']}: each head gets dim // n_heads channels"
+    if key == "n_heads" and (a["dim"] // value) % 2:
+        return (
+            f"head_dim = dim // n_heads = {a['dim'] // value} must be even for RoPE, which "
+            "rotates channel pairs: change dim or n_heads"
+        )
+    if key == "n_kv_heads" and a["n_heads"] % value:
+        return (
+            f"n_kv_heads={value} must divide n_heads={a['n_heads']}: each KV head serves an "
+            "equal group of query heads; pick a divisor, e.g. "
+            f"{max(d for d in range(1, value + 1) if a['n_heads'] % d == 0)}"
+        )
+    if key == "vocab_size" and value < 256:
+        return f"vocab_size={value} is below 256, the byte-level tokenizer's alphabet"
+    return None
+
+
+def jinja_check_shape(key: str) -> str:
+    text = "{% if " + key + " < 1 %}" + key + " must be positive, got {{ " + key + " }}"
+    if key == "n_heads":
+        text += (
+            "{% elif dim % n_heads %}n_heads={{ n_heads }} must divide dim={{ dim }}: each head "
+            "gets dim // n_heads channels"
+            "{% elif (dim // n_heads) % 2 %}head_dim = dim // n_heads = {{ dim // n_heads }} "
+            "must be even for RoPE, which rotates channel pairs: change dim or n_heads"
+        )
+    if key == "n_kv_heads":
+        text += (
+            "{% elif n_heads % n_kv_heads %}n_kv_heads={{ n_kv_heads }} must divide "
+            "n_heads={{ n_heads }}: each KV head serves an equal group of query heads; pick a "
+            "divisor, e.g. {% for d in range(1, n_kv_heads + 1) if n_heads % d == 0 %}"
+            "{% if loop.last %}{{ d }}{% endif %}{% endfor %}"
+        )
+    if key == "vocab_size":
+        text += (
+            "{% elif vocab_size < 256 %}vocab_size={{ vocab_size }} is below 256, the "
+            "byte-level tokenizer's alphabet"
+        )
+    return text + "{% endif %}"
+
+
+# --------------------------------------------------------------------------- precision
+
+
+def suggest_precision(a: Answers) -> Decision:
+    if a["accelerator"] == "cpu":
+        return Decision(
+            "fp32",
+            "On a CPU the run is a smoke test or a tiny model; fp32 keeps the numbers exact "
+            "and the comparisons in the tests tight.",
+        )
+    return Decision(
+        "bf16",
+        "bf16 autocast halves activation memory and runs on tensor cores, with fp32's exponent "
+        "range: no loss scaling needed. Master weights and optimizer state stay fp32.",
+    )
+
+
+JINJA_SUGGEST_PRECISION = "{% if accelerator == 'cpu' %}fp32{% else %}bf16{% endif %}"
+
+
+def check_precision(a: Answers) -> str | None:
+    if a["precision"] == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
+        return (
+            f"fp8 needs fp8 tensor cores, which {a['accelerator']} lacks (H100, H200 and B200 "
+            "have them): pick precision bf16, or accelerator h100/h200/b200"
+        )
+    return None
+
+
+JINJA_CHECK_PRECISION = (
+    "{% if precision == 'fp8' and accelerator not in " + repr(list(FP8_ACCELERATORS)) + " %}"
+    "fp8 needs fp8 tensor cores, which {{ accelerator }} lacks (H100, H200 and B200 have them): "
+    "pick precision bf16, or accelerator h100/h200/b200{% endif %}"
+)
+
+
+def check_loss_scaling(a: Answers) -> str | None:
+    if a["precision"] == "fp16" and not a["loss_scaling"]:
+        return (
+            "fp16 without loss scaling: fp16's 5-bit exponent flushes small gradients to zero; "
+            "keep loss_scaling=true (a GradScaler), or use bf16, which needs none"
+        )
+    return None
+
+
+JINJA_CHECK_LOSS_SCALING = (
+    "{% if precision == 'fp16' and not loss_scaling %}fp16 without loss scaling: fp16's 5-bit "
+    "exponent flushes small gradients to zero; keep loss_scaling=true (a GradScaler), or use "
+    "bf16, which needs none{% endif %}"
+)
+
+# --------------------------------------------------------------------------- parallelism
+
+
+def check_count(a: Answers, key: str) -> str | None:
+    if a[key] < 1:
+        return f"{key} must be at least 1, got {a[key]}"
+    return None
+
+
+def jinja_check_count(key: str) -> str:
+    return (
+        "{% if " + key + " < 1 %}" + key + " must be at least 1, got {{ " + key + " }}{% endif %}"
+    )
+
+
+def world_size(a: Answers) -> int:
+    return a["gpus_per_node"] * a["nodes"]
+
+
+JINJA_WORLD_SIZE = "{{ gpus_per_node * nodes }}"
+
+
+def tp_degree(a: Answers) -> int:
+    """Largest power of two within one node (at most 8) that divides both head counts."""
+    tp = 1
+    while (
+        tp * 2 <= min(a["gpus_per_node"], MAX_TP_DEGREE)
+        and a["n_heads"] % (tp * 2) == 0
+        and a["n_kv_heads"] % (tp * 2) == 0
+    ):
+        tp *= 2
+    return tp
+
+
+JINJA_TP_DEGREE = (
+    "{% set ns = namespace(tp=1) %}{% for t in [2, 4, 8] %}"
+    "{% if t <= gpus_per_node and ns.tp * 2 == t and n_heads % t == 0 and n_kv_heads % t == 0 %}"
+    "{% set ns.tp = t %}{% endif %}{% endfor %}{{ ns.tp }}"
+)
+
+
+def pp_degree(a: Answers) -> int:
+    """One pipeline stage per node; two on a single node."""
+    return a["nodes"] if a["nodes"] > 1 else 2
+
+
+JINJA_PP_DEGREE = "{{ nodes if nodes > 1 else 2 }}"
+
+
+def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
+    """(shard degree of the model state, TP degree, PP degree) for one parallelism choice."""
+    world = world_size(a)
+    tp = tp_degree(a) if "tp" in parallelism else 1
+    pp = pp_degree(a) if parallelism.endswith("_pp") else 1
+    shard = world if parallelism.startswith("fsdp2") else 1
+    return shard, tp, pp
+
+
+def shape_of(a: Answers) -> ModelShape:
+    return ModelShape(
+        *(
+            a[k]
+            for k in ("dim", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden_dim", "vocab_size")
+        )
+    )
+
+
+def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
+    shard, tp, _ = degrees(a, parallelism)
+    return estimate_train_memory(
+        shape_of(a),
+        seq_len=a["seq_len"],
+        batch_size=a["batch_size"],
+        precision=a["precision"],
+        shard_degree=shard,
+        tp_degree=tp,
+        activation_checkpointing=activation_checkpointing,
+    )
+
+
+def capacity_bytes(a: Answers) -> float | None:
+    gb = ACCELERATORS[a["accelerator"]].memory_gb
+    return None if gb is None else gb * 1e9 * USABLE_MEMORY_FRACTION
+
+
+def fits(a: Answers, parallelism: str, activation_checkpointing: str = "none") -> bool:
+    cap = capacity_bytes(a)
+    return cap is None or memory_for(a, parallelism, activation_checkpointing).total_bytes <= cap
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.1f} GB"
+
+
+def suggest_parallelism(a: Answers) -> Decision:
+    world = world_size(a)
+    one = memory_for(a, "single", "none")
+    cap = capacity_bytes(a)
+    budget = "no fixed budget on CPU" if cap is None else f"{_gb(cap)} usable per device"
+    if world == 1:
+        note = "" if fits(a, "single") else " It does not fit without checkpointing; see below."
+        return Decision(
+            "single",
+            f"One device: no data parallelism to set up. Training needs ~{_gb(one.total_bytes)} "
+            f"({budget}).{note}",
+        )
+    if fits(a, "ddp"):
+        return Decision(
+            "ddp",
+            f"The whole training state (~{_gb(one.total_bytes)}) fits on one device ({budget}): "
+            "replicate it and all-reduce gradients. Sharding would only add communication.",
+        )
+    fsdp = memory_for(a, "fsdp2", "none")
+    if fits(a, "fsdp2"):
+        return Decision(
+            "fsdp2",
+            f"~{_gb(one.total_bytes)} does not fit on one device ({budget}); sharding weights, "
+            f"gradients and optimizer state over {world} ranks brings it to ~{_gb(fsdp.total_bytes)}.",
+        )
+    tp = tp_degree(a)
+    if a["nodes"] > 1 and a["n_layers"] >= DEEP_MODEL_LAYERS:
+        return Decision(
+            "fsdp2_tp_pp",
+            f"Sharding alone leaves ~{_gb(fsdp.total_bytes)} per device ({budget}). TP={tp} "
+            f"splits each layer inside a node over NVLink, and with {a['n_layers']} layers on "
+            f"{a['nodes']} nodes a {pp_degree(a)}-stage pipeline sends only activations between "
+            "nodes instead of all-gathering weights across them.",
+        )
+    both = memory_for(a, "fsdp2_tp", "none")
+    return Decision(
+        "fsdp2_tp",
+        f"Sharding alone leaves ~{_gb(fsdp.total_bytes)} per device ({budget}); tensor parallel "
+        f"(TP={tp}, inside a node over NVLink) also splits activations: ~{_gb(both.total_bytes)}.",
+    )
+
+
+def _jinja_memory(parallelism: str, ac: str) -> str:
+    """Jinja statements setting `mem` (bytes per device) for a parallelism and AC expression."""
+    return (
+        "{% set p = " + parallelism + " %}{% set ac = " + ac + " %}"
+        "{% set tp = tp_degree if 'tp' in p else 1 %}"
+        "{% set shard = world_size if p.startswith('fsdp2') else 1 %}"
+        "{% set kv = n_kv_heads * (dim // n_heads) %}"
+        "{% set params = n_layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn_hidden_dim + 2 * dim)"
+        " + 2 * vocab_size * dim + dim %}"
+        "{% set block = 6 * dim + 2 * kv + 4 * ffn_hidden_dim %}"
+        "{% set wrapped = n_layers // 2 %}"
+        "{% set elems = {'none': n_layers * block, 'full': n_layers * dim + block,"
+        " 'selective': wrapped * dim + (n_layers - wrapped) * block + (block if wrapped else 0)}[ac] %}"
+        "{% set tokens = batch_size * seq_len %}"
+        "{% set mem = params * 16 / shard + tokens * elems * "
+        + repr({"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2})
+        + "[precision] / tp + tokens * vocab_size * 8 / tp %}"
+    )
+
+
+def _jinja_fits(parallelism: str, ac: str, body_true: str, body_false: str) -> str:
+    return (
+        _jinja_memory(parallelism, ac)
+        + "{% if capacity_bytes == 0 or mem <= capacity_bytes %}"
+        + body_true
+        + "{% else %}"
+        + body_false
+        + "{% endif %}"
+    )
+
+
+def jinja_capacity() -> str:
+    table = {
+        name: (0 if acc.memory_gb is None else int(acc.memory_gb * 1e9 * USABLE_MEMORY_FRACTION))
+        for name, acc in ACCELERATORS.items()
+    }
+    return "{{ " + repr(table) + "[accelerator] }}"
+
+
+JINJA_SUGGEST_PARALLELISM = (
+    "{% if world_size == 1 %}single{% else %}"
+    + _jinja_fits(
+        "'ddp'",
+        "'none'",
+        "ddp",
+        _jinja_fits(
+            "'fsdp2'",
+            "'none'",
+            "fsdp2",
+            "{% if nodes > 1 and n_layers >= " + str(DEEP_MODEL_LAYERS) + " %}fsdp2_tp_pp"
+            "{% else %}fsdp2_tp{% endif %}",
+        ),
+    )
+    + "{% endif %}"
+)
+
+PARALLELISM_NEEDS = {
+    "ddp": "data parallel",
+    "fsdp2": "FSDP2 sharding",
+    "fsdp2_tp": "tensor parallel",
+    "fsdp2_tp_pp": "pipeline parallel",
+}
+
+
+def check_parallelism(a: Answers) -> str | None:
+    p, world = a["parallelism"], world_size(a)
+    if p == "single" and world > 1:
+        return (
+            f"parallelism=single on {world} GPUs leaves {world - 1} idle: pick ddp or fsdp2, "
+            "or set gpus_per_node=1 and nodes=1"
+        )
+    if p != "single" and world == 1:
+        return (
+            f"{PARALLELISM_NEEDS[p]} needs at least 2 GPUs, but gpus_per_node x nodes = 1: "
+            "raise gpus_per_node, or pick parallelism=single"
+        )
+    if "tp" in p and tp_degree(a) < 2:
+        return (
+            f"tensor parallel needs at least 2 GPUs in a node that divide n_heads={a['n_heads']} "
+            f"and n_kv_heads={a['n_kv_heads']} (gpus_per_node={a['gpus_per_node']}): raise "
+            "gpus_per_node, or pick fsdp2"
+        )
+    if p.endswith("_pp"):
+        pp = pp_degree(a)
+        if pp > a["n_layers"]:
+            return (
+                f"{pp} pipeline stages for {a['n_layers']} layers: every stage needs at least one "
+                "layer; use fewer nodes, or pick fsdp2_tp"
+            )
+        if world < pp * tp_degree(a):
+            return (
+                f"pipeline ({pp} stages) x tensor parallel ({tp_degree(a)}) needs {pp * tp_degree(a)} "
+                f"GPUs, but there are {world}: add GPUs, or pick fsdp2_tp"
+            )
+    return None
+
+
+JINJA_CHECK_PARALLELISM = (
+    "{% set p = parallelism %}{% set needs = " + repr(PARALLELISM_NEEDS) + " %}"
+    "{% if p == 'single' and world_size > 1 %}parallelism=single on {{ world_size }} GPUs leaves "
+    "{{ world_size - 1 }} idle: pick ddp or fsdp2, or set gpus_per_node=1 and nodes=1"
+    "{% elif p != 'single' and world_size == 1 %}{{ needs[p] }} needs at least 2 GPUs, but "
+    "gpus_per_node x nodes = 1: raise gpus_per_node, or pick parallelism=single"
+    "{% elif 'tp' in p and tp_degree < 2 %}tensor parallel needs at least 2 GPUs in a node that "
+    "divide n_heads={{ n_heads }} and n_kv_heads={{ n_kv_heads }} (gpus_per_node="
+    "{{ gpus_per_node }}): raise gpus_per_node, or pick fsdp2"
+    "{% elif p.endswith('_pp') and pp_degree > n_layers %}{{ pp_degree }} pipeline stages for "
+    "{{ n_layers }} layers: every stage needs at least one layer; use fewer nodes, or pick fsdp2_tp"
+    "{% elif p.endswith('_pp') and world_size < pp_degree * tp_degree %}pipeline "
+    "({{ pp_degree }} stages) x tensor parallel ({{ tp_degree }}) needs "
+    "{{ pp_degree * tp_degree }} GPUs, but there are {{ world_size }}: add GPUs, or pick fsdp2_tp"
+    "{% endif %}"
+)
+
+
+def context_parallel(a: Answers) -> bool:
+    return a["seq_len"] > CONTEXT_PARALLEL_SEQUENCE and world_size(a) > 1
+
+
+JINJA_CONTEXT_PARALLEL = "{{ seq_len > " + str(CONTEXT_PARALLEL_SEQUENCE) + " and world_size > 1 }}"
+
+# --------------------------------------------------------------------------- activation checkpointing
+
+
+def suggest_activation_checkpointing(a: Answers) -> Decision:
+    p = a["parallelism"]
+    none = memory_for(a, p, "none")
+    if fits(a, p, "none"):
+        return Decision(
+            "none",
+            f"~{_gb(none.total_bytes)} per device fits without recomputation, so every step "
+            "runs at full speed.",
+        )
+    if fits(a, p, "selective"):
+        sel = memory_for(a, p, "selective")
+        return Decision(
+            "selective",
+            f"~{_gb(none.total_bytes)} per device is over budget; checkpointing every second "
+            f"block brings it to ~{_gb(sel.total_bytes)} for ~15% more compute.",
+        )
+    full = memory_for(a, p, "full")
+    return Decision(
+        "full",
+        f"~{_gb(none.total_bytes)} per device is over budget; recomputing every block in the "
+        f"backward keeps only block inputs: ~{_gb(full.total_bytes)}, for ~30% more compute.",
+    )
+
+
+JINJA_SUGGEST_ACTIVATION_CHECKPOINTING = _jinja_fits(
+    "parallelism",
+    "'none'",
+    "none",
+    _jinja_fits("parallelism", "'selective'", "selective", "full"),
+)
+
+JINJA_MEMORY_GB = (
+    _jinja_memory("parallelism", "activation_checkpointing") + "{{ '%.1f' | format(mem / 1e9) }}"
+)
+
+
+def memory_gb(a: Answers) -> str:
+    return f"{memory_for(a, a['parallelism'], a['activation_checkpointing']).total_gb:.1f}"
+
+
+def check_fit(a: Answers) -> str | None:
+    """The chosen layout must fit the device: a plan that is known to OOM is not a plan."""
+    cap = capacity_bytes(a)
+    mem = memory_for(a, a["parallelism"], a["activation_checkpointing"])
+    if cap is None or mem.total_bytes <= cap:
+        return None
+    return (
+        f"estimated {mem.total_gb:.1f} GB per device with parallelism={a['parallelism']} and "
+        f"activation_checkpointing={a['activation_checkpointing']} exceeds the {cap / 1e9:.1f} GB "
+        f"usable on {a['accelerator']}: add GPUs, shard (fsdp2), or checkpoint (full)"
+    )
+
+
+JINJA_CHECK_FIT = (
+    _jinja_memory("parallelism", "activation_checkpointing")
+    + "{% if capacity_bytes and mem > capacity_bytes %}estimated {{ '%.1f' | format(mem / 1e9) }} GB "
+    "per device with parallelism={{ parallelism }} and activation_checkpointing="
+    "{{ activation_checkpointing }} exceeds the {{ '%.1f' | format(capacity_bytes / 1e9) }} GB "
+    "usable on {{ accelerator }}: add GPUs, shard (fsdp2), or checkpoint (full){% endif %}"
+)
+
+# --------------------------------------------------------------------------- inference
+
+
+def check_speculative(a: Answers) -> str | None:
+    if a["speculative"] and a["deployment"] == "research":
+        return (
+            "speculative decoding speeds up serving a single request; it comes with "
+            "deployment=server or export: pick one of those, or speculative=false"
+        )
+    return None
+
+
+JINJA_CHECK_SPECULATIVE = (
+    "{% if speculative and deployment == 'research' %}speculative decoding speeds up serving a "
+    "single request; it comes with deployment=server or export: pick one of those, or "
+    "speculative=false{% endif %}"
+)
+
+
+def check_latency(a: Answers) -> str | None:
+    if a["latency_ms"] < 0:
+        return f"latency_ms must be 0 (no target) or a positive number, got {a['latency_ms']}"
+    return None
+
+
+JINJA_CHECK_LATENCY = (
+    "{% if latency_ms < 0 %}latency_ms must be 0 (no target) or a positive number, got "
+    "{{ latency_ms }}{% endif %}"
+)
+
+
+def wants_distillation(a: Answers) -> bool:
+    return 0 < a["latency_ms"] < DISTILL_LATENCY_MS

@@ -1,0 +1,100 @@
+"""The test matrix: a pairwise covering array over the offered answer space.
+
+Every pair of values of any two questions appears together in at least one variant, so each
+choice is rendered at least once and every two-way interaction is exercised, with far fewer
+renders than the full product. Combinations a rule refuses are skipped while the array is built
+(greedy, deterministic: the same engine gives the same list).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from .plan import AnswerError, resolve
+from .questions import QUESTIONS
+
+Answers = dict[str, Any]
+
+# Integer answers take a few representative values; the rest enumerate their offered choices.
+NUMERIC_LEVELS: dict[str, tuple[Any, ...]] = {
+    "gpus_per_node": (1, 2),
+    "nodes": (1, 2),
+    "latency_ms": (0.0, 5.0),
+}
+FIXED: Answers = {"project_name": "variant"}
+# Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
+SKIPPED = {"package_name", "seq_len", "loss_scaling"}
+
+
+def factors() -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for q in QUESTIONS:
+        if q.computed or q.key in FIXED or q.key in SKIPPED:
+            continue
+        if q.key in NUMERIC_LEVELS:
+            out[q.key] = NUMERIC_LEVELS[q.key]
+        elif q.type == "bool":
+            out[q.key] = (False, True)
+        elif q.choices:
+            out[q.key] = tuple(q.offered_values())
+    return out
+
+
+def _valid(answers: Answers) -> bool:
+    try:
+        resolve(answers)
+    except AnswerError:
+        return False
+    return True
+
+
+def covering_array() -> list[Answers]:
+    levels = factors()
+    keys = list(levels)
+    uncovered = {
+        (a, va, b, vb)
+        for a, b in itertools.combinations(keys, 2)
+        for va in levels[a]
+        for vb in levels[b]
+        if _valid({**FIXED, a: va, b: vb})
+    }
+    rows: list[Answers] = []
+    while uncovered:
+        # Seed with the first uncovered pair, then fill each factor with the value that covers
+        # the most remaining pairs while keeping the row valid.
+        a, va, b, vb = min(uncovered, key=repr)
+        row: Answers = {a: va, b: vb}
+        for key in keys:
+            if key in row:
+                continue
+            best, best_gain = None, -1
+            for value in levels[key]:
+                trial = {**FIXED, **row, key: value}
+                if not _valid(trial):
+                    continue
+                gain = sum(
+                    (k, trial[k], key, value) in uncovered or (key, value, k, trial[k]) in uncovered
+                    for k in row
+                )
+                if gain > best_gain:
+                    best, best_gain = value, gain
+            if best is not None:
+                row[key] = best
+        full = {**FIXED, **row}
+        if not _valid(full):
+            uncovered.discard((a, va, b, vb))
+            continue
+        covered = {
+            (x, full[x], y, full[y])
+            for x, y in itertools.combinations(keys, 2)
+            if x in row and y in row
+        }
+        uncovered -= covered
+        rows.append(full)
+    return rows
+
+
+def variant_name(index: int, answers: Answers) -> str:
+    parts = [answers.get(k) for k in ("parallelism", "precision", "graph_mode")]
+    return f"v{index:02d}-" + "-".join(str(p) for p in parts)
