@@ -1,0 +1,147 @@
+"""The decision trees and the memory estimate, checked against hand-worked numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmd import rules
+from tmd.memory import estimate_train_memory
+from tmd.plan import AnswerError, explain, resolve
+from tmd.presets import PRESETS, count_params
+
+
+def test_graph_mode_tree():
+    assert resolve({"control_flow": True, "stage": "production"})["graph_mode"] == "eager"
+    assert resolve({"stage": "research"})["graph_mode"] == "eager"
+    assert resolve({"stage": "production"})["graph_mode"] == "max_autotune"
+    assert resolve({"stage": "production"})["compile_mode"] == "max-autotune"
+
+
+def test_precision_default_follows_the_accelerator():
+    assert resolve({"accelerator": "cpu"})["precision"] == "fp32"
+    for acc in ("a100", "h100", "h200", "b200"):
+        assert resolve({"accelerator": acc})["precision"] == "bf16"
+
+
+@pytest.mark.parametrize("acc", ["cpu", "a100"])
+def test_fp8_needs_fp8_tensor_cores(acc):
+    with pytest.raises(AnswerError, match="fp8 needs fp8 tensor cores"):
+        resolve({"accelerator": acc, "precision": "fp8"})
+
+
+@pytest.mark.parametrize("acc", ["h100", "h200", "b200"])
+def test_fp8_is_allowed_on_hopper_and_later(acc):
+    assert resolve({"accelerator": acc, "precision": "fp8"})["precision"] == "fp8"
+
+
+def test_attention_default_switches_to_a_window_past_8k():
+    assert rules.suggest_attention({"seq_len": 8192}).choice == "gqa"
+    assert rules.suggest_attention({"seq_len": 8193}).choice == "sliding_window"
+
+
+def test_param_count_matches_a_hand_count():
+    # tiny: 4 layers x (2·256² + 2·256·128 + 3·256·704 + 2·256) + 2·256·256 + 256
+    per_layer = 2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 704 + 2 * 256
+    assert count_params(PRESETS["tiny"].shape) == 4 * per_layer + 2 * 256 * 256 + 256
+    # the sizes land near their advertised counts
+    approx = {"small": 125e6, "medium": 1.1e9, "large": 8.0e9, "xl": 70.6e9}
+    for name, target in approx.items():
+        assert count_params(PRESETS[name].shape) == pytest.approx(target, rel=0.03)
+
+
+def test_memory_estimate_by_hand():
+    shape = PRESETS["large"].shape
+    est = estimate_train_memory(
+        shape,
+        seq_len=2048,
+        batch_size=2,
+        precision="bf16",
+        shard_degree=8,
+        tp_degree=1,
+        activation_checkpointing="none",
+    )
+    params = count_params(shape)
+    assert est.state_bytes == params * 16 / 8
+    block = 6 * 4096 + 2 * 1024 + 4 * 14336
+    assert est.activation_bytes == 4096 * 32 * block * 2
+    assert est.logit_bytes == 4096 * 128256 * 8
+    full = estimate_train_memory(
+        shape,
+        seq_len=2048,
+        batch_size=2,
+        precision="bf16",
+        shard_degree=8,
+        tp_degree=1,
+        activation_checkpointing="full",
+    )
+    assert full.activation_bytes == 4096 * (32 * 4096 + block) * 2
+    assert full.activation_bytes < est.activation_bytes / 10
+
+
+def test_parallelism_tree_walks_fit_then_shard_then_tp_then_pp():
+    assert resolve({})["parallelism"] == "single"
+    # 1B fits on one H100 → replicate
+    assert resolve({"model_size": "medium", "gpus_per_node": 8})["parallelism"] == "ddp"
+    # 8B: 128 GB of state does not fit one device; sharded over 8 it does
+    eight = resolve({"model_size": "large", "gpus_per_node": 8})
+    assert eight["parallelism"] == "fsdp2"
+    assert eight["activation_checkpointing"] == "none"
+    # 70B on one node: sharding alone is over budget → +TP
+    assert rules.suggest_parallelism(
+        resolve({"model_size": "xl", "gpus_per_node": 8, "accelerator": "cpu"})
+        | {"accelerator": "b200"}
+    ).choice in {"fsdp2_tp", "fsdp2"}
+    xl = resolve({"model_size": "xl", "gpus_per_node": 8, "accelerator": "cpu"}) | {
+        "accelerator": "h100",
+        "capacity_bytes": 72_000_000_000,
+    }
+    assert rules.suggest_parallelism(xl).choice == "fsdp2_tp"
+    # deep (80 layers) and multi-node → +PP
+    xl2 = dict(xl, nodes=2, world_size=16)
+    assert rules.suggest_parallelism(xl2).choice == "fsdp2_tp_pp"
+
+
+def test_checkpointing_follows_the_estimate():
+    a = resolve({"model_size": "medium", "gpus_per_node": 8, "accelerator": "cpu"})
+    a = a | {"accelerator": "a100", "seq_len": 8192, "batch_size": 8, "parallelism": "ddp"}
+    mem = {ac: rules.memory_for(a, "ddp", ac).total_bytes for ac in ("none", "selective", "full")}
+    cap = rules.capacity_bytes(a)
+    expected = "none" if mem["none"] <= cap else "selective" if mem["selective"] <= cap else "full"
+    assert rules.suggest_activation_checkpointing(a).choice == expected
+    assert expected != "none"  # 1B at 64K tokens per device is over an A100's budget
+
+
+def test_a_layout_known_to_oom_is_refused():
+    with pytest.raises(AnswerError, match="exceeds the 72.0 GB usable on h100"):
+        resolve({"model_size": "large"})
+
+
+def test_tp_degree_divides_the_heads():
+    a = resolve({"model_size": "xl", "gpus_per_node": 8, "accelerator": "cpu"})
+    assert rules.tp_degree(a) == 8
+    assert rules.tp_degree(dict(a, n_kv_heads=2)) == 2
+    assert rules.tp_degree(dict(a, gpus_per_node=1)) == 1
+
+
+def test_context_parallel_past_32k():
+    long = {"gpus_per_node": 2, "parallelism": "ddp", "attention": "gqa"}
+    assert not resolve({"seq_len": 32768, **long})["context_parallel"]
+    a = resolve(
+        {
+            "seq_len": 65536,
+            "gpus_per_node": 2,
+            "parallelism": "ddp",
+            "attention": "gqa",
+            "accelerator": "cpu",
+        }
+    )
+    assert a["context_parallel"]
+    assert any("context parallel" in note for note in explain(a).notes)
+
+
+def test_explain_marks_overrides_of_the_rule():
+    plan = explain(resolve({"stage": "production", "graph_mode": "eager"}))
+    row = next(r for r in plan.rows if r.decision == "Graph mode")
+    assert row.choice == "eager" and row.suggested == "max_autotune"
+    plan = explain(resolve({}))
+    assert all(r.suggested is None for r in plan.rows)
