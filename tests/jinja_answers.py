@@ -57,10 +57,10 @@ def cast(kind: str, value: Any) -> Any:
     return str(value) if not isinstance(value, str) else value
 
 
-def choice_validator(spec: dict[str, Any], value: Any) -> str | None:
+def choice_validator(spec: dict[str, Any], value: Any, context: dict[str, Any]) -> str | None:
     for option in (spec.get("choices") or {}).values():
         if isinstance(option, dict) and option["value"] == value:
-            return option.get("validator") or None
+            return render(option.get("validator") or "", context).strip() or None
     return None
 
 
@@ -75,7 +75,7 @@ def resolve(given: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str] | No
         asked = when if isinstance(when, bool) else cast("bool", render(when, context))
         if not (asked or key in given):
             continue
-        message = choice_validator(spec, value)
+        message = choice_validator(spec, value, context)
         if not message and "validator" in spec:
             message = render(spec["validator"], context).strip()
         if message:

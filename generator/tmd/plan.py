@@ -58,16 +58,15 @@ _TYPE_WORDS = {"int": "whole number", "float": "number", "bool": "true/false", "
 
 
 def check_answer(question: Question, answers: Answers) -> str | None:
+    """The first rule the answer breaks: choice, then the question's rule, then 'not rendered'."""
     value = answers[question.key]
-    if question.choices:
-        if value not in question.values():
-            allowed = ", ".join(str(v) for v in question.values())
-            return f"{question.key}={value} is not a choice; choose one of: {allowed}"
-        if value not in question.offered_values():
-            return not_offered_message(question, value)
-    if question.validator is not None:
-        return question.validator(answers)
-    return None
+    if question.choices and value not in question.values():
+        allowed = ", ".join(str(v) for v in question.values())
+        return f"{question.key}={value} is not a choice; choose one of: {allowed}"
+    message = question.validator(answers) if question.validator is not None else None
+    if not message and question.choices and value not in question.offered_values():
+        message = not_offered_message(question, value)
+    return message
 
 
 def resolve(given: Answers, *, strict_keys: bool = True, validate: bool = True) -> Answers:
