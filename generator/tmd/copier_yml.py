@@ -41,8 +41,15 @@ def _not_offered_validator(q: Question, value: Any) -> str:
     if not q.validator_jinja:
         return message
     return (
-        "{% set " + q.key + " = " + repr(value) + " %}{% set rule %}" + q.validator_jinja
-        + "{% endset %}{% if rule | trim %}{{ rule | trim }}{% else %}" + message + "{% endif %}"
+        "{% set "
+        + q.key
+        + " = "
+        + repr(value)
+        + " %}{% set rule %}"
+        + q.validator_jinja
+        + "{% endset %}{% if rule | trim %}{{ rule | trim }}{% else %}"
+        + message
+        + "{% endif %}"
     )
 
 
@@ -54,7 +61,10 @@ def _question_entry(q: Question) -> dict[str, Any]:
             if c.offered:
                 choices[c.label] = c.value
             else:
-                choices[c.label] = {"value": c.value, "validator": _not_offered_validator(q, c.value)}
+                choices[c.label] = {
+                    "value": c.value,
+                    "validator": _not_offered_validator(q, c.value),
+                }
         entry["choices"] = choices
     if q.decision and callable(q.default):
         entry["default"] = "{{ " + suggested_key(q) + " }}"

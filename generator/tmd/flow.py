@@ -26,42 +26,36 @@ def _ask(question: Question, answers: Answers) -> Any:
     import questionary
 
     default = question.default_for(answers)
-    message = PROMPTS.get(question.key, question.key.replace("_", " "))
-    instruction = question.help
+    message = PROMPTS.get(question.key) or f"{question.key}: {question.help}"
     if question.choices:
-        choices = []
-        for c in question.choices:
-            trial = dict(answers, **{question.key: c.value})
-            reason = check_answer(question, trial)
-            choices.append(questionary.Choice(c.label, value=c.value, disabled=reason))
-        answer = questionary.select(
-            message,
-            choices=choices,
-            default=next((c for c in choices if c.value == default), None),
-            instruction=instruction,
+        # Choices a rule refuses stay visible but disabled, with the rule as the reason.
+        choices = [
+            questionary.Choice(
+                c.label,
+                value=c.value,
+                disabled=check_answer(question, dict(answers, **{question.key: c.value})),
+            )
+            for c in question.choices
+        ]
+        return questionary.select(
+            message, choices=choices, default=next((c for c in choices if c.value == default), None)
         ).unsafe_ask()
-    elif question.type == "bool":
-        answer = questionary.confirm(
-            f"{message} — {instruction}", default=bool(default)
-        ).unsafe_ask()
-    else:
+    if question.type == "bool":
+        return questionary.confirm(message, default=bool(default)).unsafe_ask()
 
-        def validate(text: str) -> bool | str:
-            try:
-                trial = dict(answers, **{question.key: coerce(question, text)})
-            except AnswerError as err:
-                return str(err)
-            return check_answer(question, trial) or True
+    def validate(text: str) -> bool | str:
+        try:
+            trial = dict(answers, **{question.key: coerce(question, text)})
+        except AnswerError as err:
+            return str(err)
+        return check_answer(question, trial) or True
 
-        raw = questionary.text(
-            f"{message} — {instruction}", default=str(default), validate=validate
-        ).unsafe_ask()
-        answer = coerce(question, raw)
-    return answer
+    raw = questionary.text(message, default=str(default), validate=validate).unsafe_ask()
+    return coerce(question, raw)
 
 
 def guided(given: Answers) -> Answers:
-    """Ask every question that is not fixed by `given`; returns the asked answers and `given`."""
+    """Ask every question that `given` does not fix; return `given` plus the answers asked."""
     answers: Answers = {}
     chosen: Answers = dict(given)
     for question in QUESTIONS:
