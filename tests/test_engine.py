@@ -145,3 +145,11 @@ def test_explain_marks_overrides_of_the_rule():
     assert row.choice == "eager" and row.suggested == "max_autotune"
     plan = explain(resolve({}))
     assert all(r.suggested is None for r in plan.rows)
+
+
+def test_flops_per_token_by_hand():
+    from tmd.flops import train_flops_per_token
+
+    shape = PRESETS["tiny"].shape
+    linear = 4 * (2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 704) + 256 * 256  # blocks + head
+    assert train_flops_per_token(shape, 256) == 6 * linear + 12 * 4 * 256 * 256

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import rules
+from .flops import train_flops_per_token
 from .plan import Plan, memory_table
 
 
@@ -23,6 +24,8 @@ def memory_report(plan: Plan) -> str:
         f"Model: {plan.params / 1e6:,.1f}M parameters, seq_len {a['seq_len']}, "
         f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
         f"{a['accelerator']} ({budget}).",
+        f"Training FLOPs per token: {train_flops_per_token(rules.shape_of(a), a['seq_len']) / 1e9:.3f} G "
+        "(6 per matmul weight + 12·layers·seq_len·dim for attention, causal half not discounted).",
         f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
         f"activations {chosen.activation_bytes / 1e9:.1f} + logits {chosen.logit_bytes / 1e9:.1f}.",
