@@ -47,13 +47,23 @@ def _grid():
         yield dict(zip(keys, values, strict=True))
 
 
+def _picks(answers):
+    return {
+        f"suggested_{q.key}": q.default(answers).choice
+        for q in QUESTIONS
+        if q.decision and callable(q.default)
+    }
+
+
 def _compare(answers):
     spec = copier_questions()
     for q in QUESTIONS:
         if callable(q.default) or q.default_jinja:
-            jinja_key = f"suggested_{q.key}" if q.decision and callable(q.default) else q.key
-            got = cast(q.type, render(spec[jinja_key]["default"], answers))
+            got = cast(q.type, render(spec[q.key]["default"], {**answers, **_picks(answers)}))
             assert got == q.default_for(answers), (q.key, answers)
+        if q.decision and callable(q.default):  # the rule's own pick, before any fallback
+            pick = cast(q.type, render(spec[f"suggested_{q.key}"]["default"], answers))
+            assert pick == q.default(answers).choice, (q.key, answers)
         if q.validator:
             assert render(spec[q.key]["validator"], answers).strip() == (
                 q.validator(answers) or ""
@@ -131,3 +141,14 @@ def test_copier_order_resolution_matches_the_engine():
                 assert j_answers[key] == value, (key, given)
             rows = [vars(r) for r in explain(answers).rows]
             assert j_answers["design"] == rows
+
+
+def test_the_answers_file_records_every_preset_override():
+    """Derived values are not recorded by copier; the answers file must list each one a person
+    can override, or `copier update` would silently reset it to the preset."""
+    from jinja_answers import ROOT
+
+    text = (ROOT / "template" / "{{_copier_conf.answers_file}}.jinja").read_text()
+    for q in QUESTIONS:
+        if q.advanced:
+            assert f"('{q.key}', {q.key}, preset_{q.key})" in text, q.key

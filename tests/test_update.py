@@ -48,7 +48,9 @@ def tmd(*args: str) -> subprocess.CompletedProcess:
 def test_update_keeps_edits_and_brings_template_changes(tmp_path):
     tpl = template_repo(tmp_path / "tpl")
     project = tmp_path / "proj"
-    result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q")
+    result = tmd(
+        "new", str(project), "--defaults", "--template", str(tpl), "-q", "--data", "n_layers=6"
+    )
     assert result.returncode == 0, result.stderr
     git(project, "init", "-q")
     git(project, "add", "-A")
@@ -73,7 +75,17 @@ def test_update_keeps_edits_and_brings_template_changes(tmp_path):
     answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert answers["_commit"] == "v2"
     assert answers["tracking"] == "none"
+    assert answers["n_layers"] == 6  # an override of the preset survives the update
+    assert "n_layers = 6" in (project / "configs" / "default.toml").read_text()
     assert "<<<<<<<" not in text
+
+    # A new model_size brings the new preset's shape, except what the person overrode.
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "updated")
+    result = tmd("update", str(project), "--data", "model_size=small", "-q")
+    assert result.returncode == 0, result.stderr
+    config = (project / "configs" / "default.toml").read_text()
+    assert "dim = 768" in config and "n_layers = 6" in config
 
 
 def test_update_refuses_a_broken_combination_before_touching_files(tmp_path):

@@ -78,9 +78,12 @@ def cmd_new(args: argparse.Namespace) -> int:
     from copier import run_copy
 
     created = not dest.exists()
+    template = Path(args.template)
+    # A local template is recorded by absolute path, so `tmd update` works from any folder.
+    source = str(template.resolve()) if template.exists() else args.template
     try:
         run_copy(
-            str(args.template),
+            source,
             str(dest),
             data=_answers_for_copier(given, answers),
             defaults=True,

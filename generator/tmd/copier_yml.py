@@ -22,7 +22,7 @@ HEADER = """\
 """
 
 SETTINGS: dict[str, Any] = {
-    "_min_copier_version": "9.15.0",
+    "_min_copier_version": "9.19.0",
     "_subdirectory": "template",
     "_answers_file": ".copier-answers.yml",
     "_templates_suffix": ".jinja",
@@ -33,6 +33,10 @@ SETTINGS: dict[str, Any] = {
 
 def suggested_key(question: Question) -> str:
     return f"suggested_{question.key}"
+
+
+def preset_key(question: Question) -> str:
+    return f"preset_{question.key}"
 
 
 def _not_offered_validator(q: Question, value: Any) -> str:
@@ -67,14 +71,34 @@ def _question_entry(q: Question) -> dict[str, Any]:
                 }
         entry["choices"] = choices
     if q.decision and callable(q.default):
-        entry["default"] = "{{ " + suggested_key(q) + " }}"
+        pick = suggested_key(q)
+        if q.fallback:
+            entry["default"] = (
+                "{{ "
+                + pick
+                + " if "
+                + pick
+                + " in "
+                + repr(q.offered_values())
+                + " else "
+                + repr(q.fallback)
+                + "["
+                + pick
+                + "] }}"
+            )
+        else:
+            entry["default"] = "{{ " + pick + " }}"
     elif q.default_jinja is not None:
         entry["default"] = q.default_jinja
     else:
         entry["default"] = q.default
     if q.validator_jinja:
         entry["validator"] = q.validator_jinja
-    if q.computed:
+    if q.advanced:
+        # Not asked, but an answer: copier records it and keeps it on update, which is what an
+        # override of the preset needs (the answers file drops values equal to the preset).
+        entry["ask"] = False
+    elif q.computed:
         entry["when"] = False
     elif q.when_jinja:
         entry["when"] = q.when_jinja
@@ -88,6 +112,15 @@ def build() -> dict[str, Any]:
             data[suggested_key(q)] = {
                 "type": q.type,
                 "help": f"The rule's pick for {q.key}.",
+                "default": q.default_jinja,
+                "when": False,
+            }
+        if q.advanced:
+            # The preset's value, kept beside the answer so the answers file can tell an
+            # override (recorded, survives `copier update`) from the preset (not recorded).
+            data[preset_key(q)] = {
+                "type": q.type,
+                "help": f"The model_size preset's {q.key}.",
                 "default": q.default_jinja,
                 "when": False,
             }

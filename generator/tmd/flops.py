@@ -13,7 +13,9 @@ from .presets import ModelShape, count_params
 
 
 def matmul_params(shape: ModelShape) -> int:
-    norms = (2 * shape.n_layers + 1) * shape.dim
+    norms = (2 * shape.n_layers + 1) * shape.dim + (
+        2 * shape.head_dim * shape.n_layers if shape.qk_norm else 0
+    )
     return count_params(shape) - shape.vocab_size * shape.dim - norms
 
 

@@ -18,6 +18,7 @@ class ModelShape:
     n_kv_heads: int
     ffn_hidden_dim: int
     vocab_size: int
+    qk_norm: bool = False
 
     @property
     def head_dim(self) -> int:
@@ -70,5 +71,6 @@ def count_params(shape: ModelShape) -> int:
     d = shape.dim
     attn = 2 * d * d + 2 * d * shape.kv_dim  # wq, wo, wk, wv
     ffn = 3 * d * shape.ffn_hidden_dim  # SwiGLU: w1 and w3 up, w2 down
-    per_layer = attn + ffn + 2 * d  # two RMSNorm gains
+    norms = 2 * d + (2 * shape.head_dim if shape.qk_norm else 0)  # block norms (+ q/k norms)
+    per_layer = attn + ffn + norms
     return shape.n_layers * per_layer + 2 * shape.vocab_size * d + d

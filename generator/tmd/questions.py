@@ -9,7 +9,7 @@ render it yet; selecting it is refused with a message that says so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import rules
@@ -41,10 +41,17 @@ class Question:
     computed: bool = False  # never asked; derived, but may be set with --data
     advanced: bool = False  # a derived value a person may set; the flow does not ask it
     decision: str | None = None  # the Design Decisions row it fills, if any
+    # When the rule picks a choice this version does not render, the default falls back to the
+    # nearest one that it does (the rule's pick still shows in DESIGN.md as "(rule: X)").
+    fallback: dict[Any, Any] = field(default_factory=dict)
 
     def default_for(self, answers: Answers) -> Any:
         value = self.default(answers) if callable(self.default) else self.default
-        return value.choice if isinstance(value, rules.Decision) else value
+        if isinstance(value, rules.Decision):
+            value = value.choice
+            if self.choices and value not in self.offered_values():
+                value = self.fallback[value]
+        return value
 
     def values(self) -> list[Any]:
         return [c.value for c in self.choices]
@@ -159,6 +166,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.suggest_attention,
         default_jinja=rules.JINJA_SUGGEST_ATTENTION,
         decision="Attention variant",
+        fallback={"sliding_window": "gqa", "mla": "gqa"},
     ),
     Question(
         "position",
@@ -250,7 +258,8 @@ QUESTIONS: tuple[Question, ...] = (
         "accelerator",
         "str",
         "The device the model is meant for. It sets the memory budget per device, which "
-        "precisions exist (fp8 needs Hopper or later) and the peak FLOP/s behind MFU.",
+        "precisions exist (fp8 needs Hopper or later) and the peak FLOP/s the project's bench "
+        "divides by for MFU.",
         choices=tuple(_c(name, acc.label) for name, acc in ACCELERATORS.items()),
         default="h100",
     ),
@@ -317,7 +326,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "pp_degree",
         "int",
-        "Pipeline stages if PP is used: one per node.",
+        "Pipeline stages if PP is used: one per node, or two on a single node.",
         default=rules.pp_degree,
         default_jinja=rules.JINJA_PP_DEGREE,
         computed=True,
@@ -344,6 +353,7 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default=rules.suggest_parallelism,
         default_jinja=rules.JINJA_SUGGEST_PARALLELISM,
+        fallback={"fsdp2_tp": "fsdp2", "fsdp2_tp_pp": "fsdp2"},
         validator=rules.check_parallelism,
         validator_jinja=rules.JINJA_CHECK_PARALLELISM,
         decision="Parallelism",
@@ -407,6 +417,8 @@ QUESTIONS: tuple[Question, ...] = (
             _c("fp8", "fp8 dynamic activations + fp8 weights", offered=False),
         ),
         default="none",
+        validator=rules.check_quantization,
+        validator_jinja=rules.JINJA_CHECK_QUANTIZATION,
     ),
     Question(
         "speculative",

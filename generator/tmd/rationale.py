@@ -41,8 +41,9 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "layernorm": "Pre-LN LayerNorm: the classic normaliser, with mean and bias.",
     },
     "ffn": {
-        "swiglu": "SwiGLU: a gated hidden layer (hidden = 8/3·dim keeps parameters equal to a "
-        "4·dim MLP) that trains to a lower loss than GELU.",
+        "swiglu": "SwiGLU: a gated hidden layer (three matrices; a hidden width near 8/3·dim "
+        "matches a 4·dim MLP's parameters, larger presets go wider as Llama does) that trains "
+        "to a lower loss than a GELU MLP.",
         "gelu": "GELU MLP: the classic two-matrix feed-forward.",
         "moe": "Sparse MoE: more parameters at the same compute per token, if the router "
         "stays balanced.",

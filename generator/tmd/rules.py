@@ -342,12 +342,7 @@ def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
 
 
 def shape_of(a: Answers) -> ModelShape:
-    return ModelShape(
-        *(
-            a[k]
-            for k in ("dim", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden_dim", "vocab_size")
-        )
-    )
+    return ModelShape(*(a[k] for k in SHAPE_KEYS), qk_norm=a["qk_norm"])
 
 
 def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
@@ -426,7 +421,8 @@ def _jinja_memory(parallelism: str, ac: str) -> str:
         "{% set tp = tp_degree if 'tp' in p else 1 %}"
         "{% set shard = world_size if p.startswith('fsdp2') else 1 %}"
         "{% set kv = n_kv_heads * (dim // n_heads) %}"
-        "{% set params = n_layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn_hidden_dim + 2 * dim)"
+        "{% set params = n_layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn_hidden_dim + 2 * dim"
+        " + (2 * (dim // n_heads) if qk_norm else 0))"
         " + 2 * vocab_size * dim + dim %}"
         "{% set block = 6 * dim + 2 * kv + 4 * ffn_hidden_dim %}"
         "{% set wrapped = n_layers // 2 %}"
@@ -495,11 +491,16 @@ def check_parallelism(a: Answers) -> str | None:
             f"{PARALLELISM_NEEDS[p]} needs at least 2 GPUs, but gpus_per_node x nodes = 1: "
             "raise gpus_per_node, or pick parallelism=single"
         )
+    if "tp" in p and a["gpus_per_node"] < 2:
+        return (
+            "tensor parallel splits layers across the GPUs of one node, and gpus_per_node=1: "
+            "raise gpus_per_node, or pick fsdp2"
+        )
     if "tp" in p and tp_degree(a) < 2:
         return (
-            f"tensor parallel needs at least 2 GPUs in a node that divide n_heads={a['n_heads']} "
-            f"and n_kv_heads={a['n_kv_heads']} (gpus_per_node={a['gpus_per_node']}): raise "
-            "gpus_per_node, or pick fsdp2"
+            f"no tensor-parallel degree from 2 to {min(a['gpus_per_node'], MAX_TP_DEGREE)} divides "
+            f"both n_heads={a['n_heads']} and n_kv_heads={a['n_kv_heads']}: change the head "
+            "counts, or pick fsdp2"
         )
     if p.endswith("_pp"):
         pp = pp_degree(a)
@@ -522,9 +523,11 @@ JINJA_CHECK_PARALLELISM = (
     "{{ world_size - 1 }} idle: pick ddp or fsdp2, or set gpus_per_node=1 and nodes=1"
     "{% elif p != 'single' and world_size == 1 %}{{ needs[p] }} needs at least 2 GPUs, but "
     "gpus_per_node x nodes = 1: raise gpus_per_node, or pick parallelism=single"
-    "{% elif 'tp' in p and tp_degree < 2 %}tensor parallel needs at least 2 GPUs in a node that "
-    "divide n_heads={{ n_heads }} and n_kv_heads={{ n_kv_heads }} (gpus_per_node="
-    "{{ gpus_per_node }}): raise gpus_per_node, or pick fsdp2"
+    "{% elif 'tp' in p and gpus_per_node < 2 %}tensor parallel splits layers across the GPUs of "
+    "one node, and gpus_per_node=1: raise gpus_per_node, or pick fsdp2"
+    "{% elif 'tp' in p and tp_degree < 2 %}no tensor-parallel degree from 2 to "
+    "{{ [gpus_per_node, " + str(MAX_TP_DEGREE) + "] | min }} divides both n_heads={{ n_heads }} "
+    "and n_kv_heads={{ n_kv_heads }}: change the head counts, or pick fsdp2"
     "{% elif p.endswith('_pp') and pp_degree > n_layers %}{{ pp_degree }} pipeline stages for "
     "{{ n_layers }} layers: every stage needs at least one layer; use fewer nodes, or pick fsdp2_tp"
     "{% elif p.endswith('_pp') and world_size < pp_degree * tp_degree %}pipeline "
@@ -592,23 +595,46 @@ def check_fit(a: Answers) -> str | None:
     return (
         f"estimated {mem.total_gb:.1f} GB per device with parallelism={a['parallelism']} and "
         f"activation_checkpointing={a['activation_checkpointing']} exceeds the {cap / 1e9:.1f} GB "
-        f"usable on {a['accelerator']}: add GPUs, shard (fsdp2), or checkpoint (full)"
+        f"usable on {a['accelerator']}: {fit_way_out(a)}"
     )
 
+
+def fit_way_out(a: Answers) -> str:
+    ways = []
+    if not a["parallelism"].startswith("fsdp2"):
+        ways.append("shard over more GPUs (parallelism=fsdp2)")
+    if a["activation_checkpointing"] != "full":
+        ways.append("checkpoint every block (activation_checkpointing=full)")
+    ways.append("add GPUs or lower batch_size / seq_len")
+    return "; ".join(ways)
+
+
+JINJA_FIT_WAY_OUT = (
+    "{% set ways = [] %}"
+    "{% if not parallelism.startswith('fsdp2') %}"
+    "{% set _ = ways.append('shard over more GPUs (parallelism=fsdp2)') %}{% endif %}"
+    "{% if activation_checkpointing != 'full' %}"
+    "{% set _ = ways.append('checkpoint every block (activation_checkpointing=full)') %}{% endif %}"
+    "{% set _ = ways.append('add GPUs or lower batch_size / seq_len') %}{{ ways | join('; ') }}"
+)
 
 JINJA_CHECK_FIT = (
     _jinja_memory("parallelism", "activation_checkpointing")
     + "{% if capacity_bytes and mem > capacity_bytes %}estimated {{ '%.1f' | format(mem / 1e9) }} GB "
     "per device with parallelism={{ parallelism }} and activation_checkpointing="
     "{{ activation_checkpointing }} exceeds the {{ '%.1f' | format(capacity_bytes / 1e9) }} GB "
-    "usable on {{ accelerator }}: add GPUs, shard (fsdp2), or checkpoint (full){% endif %}"
+    "usable on {{ accelerator }}: " + JINJA_FIT_WAY_OUT + "{% endif %}"
 )
+
 
 # --------------------------------------------------------------------------- inference
 
 
+SPECULATIVE_DEPLOYMENTS = ("server", "export")
+
+
 def check_speculative(a: Answers) -> str | None:
-    if a["speculative"] and a["deployment"] == "research":
+    if a["speculative"] and a["deployment"] not in SPECULATIVE_DEPLOYMENTS:
         return (
             "speculative decoding speeds up serving a single request; it comes with "
             "deployment=server or export: pick one of those, or speculative=false"
@@ -617,9 +643,26 @@ def check_speculative(a: Answers) -> str | None:
 
 
 JINJA_CHECK_SPECULATIVE = (
-    "{% if speculative and deployment == 'research' %}speculative decoding speeds up serving a "
+    "{% if speculative and deployment not in " + repr(list(SPECULATIVE_DEPLOYMENTS)) + " %}"
+    "speculative decoding speeds up serving a "
     "single request; it comes with deployment=server or export: pick one of those, or "
     "speculative=false{% endif %}"
+)
+
+
+def check_quantization(a: Answers) -> str | None:
+    if a["quantization"] == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
+        return (
+            f"fp8 quantization runs on fp8 tensor cores, which {a['accelerator']} lacks: pick "
+            "int8_weight_only (fastest batch-1 decode without fp8), or an h100/h200/b200"
+        )
+    return None
+
+
+JINJA_CHECK_QUANTIZATION = (
+    "{% if quantization == 'fp8' and accelerator not in " + repr(list(FP8_ACCELERATORS)) + " %}"
+    "fp8 quantization runs on fp8 tensor cores, which {{ accelerator }} lacks: pick "
+    "int8_weight_only (fastest batch-1 decode without fp8), or an h100/h200/b200{% endif %}"
 )
 
 
