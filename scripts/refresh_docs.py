@@ -18,7 +18,9 @@ BLOCK = re.compile(r"```console\n(.*?)```", re.S)
 
 def run(command: str) -> str:
     args = shlex.split(command)
-    result = subprocess.run([sys.executable, "-m", "tmd", *args[1:]], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tmd", *args[1:]], capture_output=True, text=True
+    )
     return (result.stdout + result.stderr).rstrip("\n")
 
 
