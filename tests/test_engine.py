@@ -153,3 +153,77 @@ def test_flops_per_token_by_hand():
     shape = PRESETS["tiny"].shape
     linear = 4 * (2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 704) + 256 * 256  # blocks + head
     assert train_flops_per_token(shape, 256) == 6 * linear + 12 * 4 * 256 * 256
+
+
+def _shape(**kw):
+    from tmd.rules import shape_of
+
+    return shape_of(resolve({"accelerator": "cpu", **kw}, validate=False))
+
+
+def test_param_counts_of_each_mechanism_by_hand():
+    d, h, L, V = 256, 704, 4, 256
+    base = count_params(_shape())
+    gelu = count_params(_shape(ffn="gelu"))  # hidden 4·d, two matrices
+    assert gelu - base == L * (2 * d * 4 * d - 3 * d * h)
+    moe = count_params(_shape(ffn="moe"))  # 8 SwiGLU experts + a router
+    assert moe - base == L * (7 * 3 * d * h + d * 8)
+    ln = count_params(_shape(norm="layernorm"))  # a bias per norm
+    assert ln - base == (2 * L + 1) * d
+    learned = count_params(_shape(position="learned"))
+    assert learned - base == 256 * d
+    qk = count_params(_shape(qk_norm=True))
+    assert qk - base == L * 2 * 64
+    mla = count_params(_shape(attention="mla"))
+    hd, r, c, H = 64, 32, 64, 4
+    mixer = d * H * (hd + r) + d * c + d * r + c + 2 * c * H * hd + H * hd * d
+    assert mla - base == L * (mixer - (2 * d * d + 2 * d * 128))
+    assert (
+        count_params(_shape()) == 4 * (2 * d * d + 2 * d * 128 + 3 * d * h + 2 * d) + 2 * V * d + d
+    )
+
+
+def test_moe_flops_count_only_the_routed_experts():
+    from tmd.flops import matmul_params
+
+    dense, moe = _shape(), _shape(ffn="moe")
+    assert matmul_params(moe) - matmul_params(dense) == 4 * (3 * 256 * 704 + 256 * 8)
+
+
+def test_window_limits_the_attention_flops():
+    from tmd.flops import attention_flops_per_token
+
+    full = attention_flops_per_token(_shape(seq_len=4096), 4096)
+    window = attention_flops_per_token(_shape(seq_len=4096), 4096, window=1024)
+    assert full == 6 * 4 * 4096 * 512
+    assert attention_flops_per_token(_shape(attention="sliding_window"), 4096, 1024) == full / 4
+    assert window == full  # a window only counts for sliding-window attention
+    assert attention_flops_per_token(_shape(attention="ssm", position="none"), 4096) == 0
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            {"attention": "sliding_window", "window_size": 256},
+            "must be at least 1 and below seq_len=256",
+        ),
+        ({"ffn": "moe", "top_k": 9}, "top_k=9 must be between 1 and n_experts=8"),
+        ({"ffn": "moe", "n_experts": 1}, "a mixture needs at least 2 experts"),
+        ({"attention": "mla", "position": "alibi"}, "ALiBi with MLA"),
+        ({"attention": "ssm", "position": "rope"}, "the SSM mixer has none"),
+        (
+            {"quantization": "fp8", "accelerator": "a100"},
+            "fp8 quantization runs on fp8 tensor cores",
+        ),
+        ({"speculative": True, "deployment": "onnx"}, "speculative decoding speeds up serving"),
+    ],
+)
+def test_architecture_rules_refuse(given, message):
+    from tmd import rules
+    from tmd.questions import QUESTIONS
+
+    answers = resolve({"accelerator": "cpu", **given}, validate=False)
+    messages = [q.validator(answers) for q in QUESTIONS if q.validator]
+    assert any(m and message in m for m in messages), messages
+    assert rules.suggest_position({"attention": "ssm"}).choice == "none"

@@ -29,6 +29,15 @@ GRID = {
     "attention": ["mha", "gqa", "mqa"],
 }
 CHOICE_KEYS = ["parallelism", "activation_checkpointing"]
+ARCH_GRID = {
+    "model_size": ["tiny", "small", "medium", "large", "xl"],
+    "attention": ["mha", "gqa", "mqa", "sliding_window", "mla", "ssm"],
+    "position": ["rope", "alibi", "learned", "none"],
+    "norm": ["rmsnorm", "layernorm"],
+    "ffn": ["swiglu", "gelu", "moe"],
+    "qk_norm": [False, True],
+    "seq_len": [256, 4096],
+}
 
 
 def test_copier_yml_is_generated_from_the_engine():
@@ -41,9 +50,9 @@ def test_every_question_has_help_and_copier_has_every_engine_key():
         assert q.key in spec and spec[q.key]["help"].strip()
 
 
-def _grid():
-    keys = list(GRID)
-    for values in itertools.product(*(GRID[k] for k in keys)):
+def _grid(grid=GRID):
+    keys = list(grid)
+    for values in itertools.product(*(grid[k] for k in keys)):
         yield dict(zip(keys, values, strict=True))
 
 
@@ -78,6 +87,12 @@ def test_defaults_and_validators_agree_on_the_grid():
         _compare(resolve(combo, validate=False))
 
 
+def test_every_architecture_agrees():
+    """Parameter counts, activation sizes and the architecture rules, for every mechanism."""
+    for combo in _grid(ARCH_GRID):
+        _compare(resolve({**combo, "accelerator": "cpu"}, validate=False))
+
+
 def test_every_layout_choice_agrees_not_just_the_suggested_one():
     rng = random.Random(1)
     combos = list(_grid())
@@ -107,6 +122,16 @@ def test_every_layout_choice_agrees_not_just_the_suggested_one():
         {"speculative": True},
         {"precision": "fp16", "loss_scaling": False},
         {"gpus_per_node": 0},
+        {"attention": "sliding_window", "window_size": 256},
+        {"attention": "sliding_window", "window_size": 0},
+        {"ffn": "moe", "top_k": 9},
+        {"ffn": "moe", "n_experts": 1},
+        {"ffn": "moe", "capacity_factor": 0.0},
+        {"attention": "mla", "position": "alibi"},
+        {"attention": "ssm", "position": "rope"},
+        {"attention": "ssm", "deployment": "server"},
+        {"quantization": "fp8", "accelerator": "a100"},
+        {"speculative": True, "deployment": "onnx"},
     ],
 )
 def test_edge_answers_agree(override):

@@ -121,7 +121,7 @@ def build() -> dict[str, Any]:
             data[preset_key(q)] = {
                 "type": q.type,
                 "help": f"The model_size preset's {q.key}.",
-                "default": q.default_jinja,
+                "default": q.default if q.default_jinja is None else q.default_jinja,
                 "when": False,
             }
         data[q.key] = _question_entry(q)

@@ -1,23 +1,49 @@
 """Analytic training FLOPs per token, the figure behind MFU.
 
 Forward matmuls cost 2 FLOPs per weight per token, backward twice that: 6·N for the N weights
-that multiply activations (every Linear, including the output head; the embedding is a lookup).
-Attention scores and the weighted sum add 2·2·T·d per layer forward, ×3 with backward: 12·L·T·d.
-The causal mask is not discounted (the PaLM convention, also torchtitan's and nanoGPT's), so the
-figure is comparable with published MFU numbers.
+that multiply activations (every Linear, the output head included; the embedding is a lookup;
+a MoE counts only the top-k experts a token visits). Attention scores and the weighted sum add
+2·T·(qk width + v width) per layer forward, x3 with backward, with T the keys each query sees
+(the window for sliding-window attention). The causal mask is not discounted (the PaLM
+convention, also torchtitan's and nanoGPT's), so the figure compares with published MFU. The
+SSM's scan is elementwise work and is left out, as matmul-only FLOP counters do.
 """
 
 from __future__ import annotations
 
-from .presets import ModelShape, count_params
+from .presets import ModelShape, count_params, norm_params
+
+# The numbers are not matmul weights: norm gains, the SSM's conv, A_log, D and biases.
 
 
 def matmul_params(shape: ModelShape) -> int:
-    norms = (2 * shape.n_layers + 1) * shape.dim + (
-        2 * shape.head_dim * shape.n_layers if shape.qk_norm else 0
-    )
-    return count_params(shape) - shape.vocab_size * shape.dim - norms
+    """Weights that multiply activations, per token actually used (top-k experts only)."""
+    d, n = shape.dim, shape.n_layers
+    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape)
+    if shape.position == "learned":
+        other += shape.max_seq_len * d
+    if shape.qk_norm and shape.attention != "ssm":
+        other += 2 * shape.head_dim * n
+    if shape.attention == "mla":
+        other += shape.kv_latent_dim * n  # the latent's norm
+    if shape.attention == "ssm":
+        e = shape.ssm_inner
+        other += n * (e * 4 + e + e + e * shape.ssm_state_dim + e)  # conv, biases, A_log, D
+    if shape.ffn == "moe":
+        other += n * (shape.n_experts - shape.top_k) * 3 * d * shape.ffn_hidden_dim
+    return count_params(shape) - other
 
 
-def train_flops_per_token(shape: ModelShape, seq_len: int) -> int:
-    return 6 * matmul_params(shape) + 12 * shape.n_layers * seq_len * shape.dim
+def attention_flops_per_token(shape: ModelShape, seq_len: int, window: int = 0) -> int:
+    """Training FLOPs of the score and value matmuls, per token, over all layers."""
+    if shape.attention == "ssm":
+        return 0
+    keys = min(window, seq_len) if shape.attention == "sliding_window" else seq_len
+    hd = shape.head_dim
+    qk = shape.n_heads * (hd + shape.rope_head_dim) if shape.attention == "mla" else shape.dim
+    v = shape.n_heads * hd
+    return 6 * shape.n_layers * keys * (qk + v)
+
+
+def train_flops_per_token(shape: ModelShape, seq_len: int, window: int = 0) -> int:
+    return 6 * matmul_params(shape) + attention_flops_per_token(shape, seq_len, window)

@@ -6,10 +6,11 @@ The model is simple on purpose and stated in full, so a person can check it by h
   = 16 bytes per parameter. FSDP2 shards it over every rank (data x tensor x pipeline ranks
   = the world); DDP and a single device keep all of it.
 - activations: per token and layer, what autograd saves for the backward of a pre-norm block
-  with SDPA attention (no T x T score matrix is kept): block input, norm output, q and the
-  attention output (4·d in all, with the second residual stream and norm), k and v (2·kv_dim),
-  and on the SwiGLU side the two up-projections, their product and the down-projection input
-  (4·ffn_hidden). Stored in the autocast dtype. Full checkpointing keeps only each block's input
+  with fused attention (no T x T score matrix is kept): the block input, norm output, second
+  residual stream and its norm output (4·d), then the mixer's tensors (q, k, v and the
+  attention output; MLA's latent and per-head K/V; the SSM's inner streams) and the FFN's
+  (SwiGLU: 4·hidden; GELU: 2·hidden; MoE: top_k routed SwiGLU copies and the router logits).
+  See block_elements. Stored in the autocast dtype. Full checkpointing keeps only each block's input
   plus one block's activations while it is recomputed; selective checkpointing wraps every
   second block. Tensor parallel with sequence parallel splits activations by the TP degree.
 - logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
@@ -51,9 +52,29 @@ class MemoryEstimate:
         return self.total_bytes / GB
 
 
+def block_elements(shape: ModelShape) -> int:
+    """Activation elements one block keeps per token for its backward (no checkpointing)."""
+    d, h = shape.dim, shape.ffn_hidden_dim
+    elems = 4 * d  # block input, norm output, second residual stream, second norm output
+    if shape.attention == "mla":
+        hd, r, c = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim
+        elems += shape.n_heads * (hd + r) + c + r + 3 * shape.n_heads * hd  # q, latent, k, v, out
+    elif shape.attention == "ssm":
+        elems += 8 * shape.ssm_inner  # x and gate, conv out, dt, B/C, scan output, gated output
+    else:
+        elems += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
+    if shape.ffn == "gelu":
+        elems += 2 * h
+    elif shape.ffn == "moe":
+        elems += shape.top_k * 4 * h + shape.n_experts  # routed copies through SwiGLU experts
+    else:
+        elems += 4 * h  # w1 and w3 outputs, their product, the w2 input
+    return elems
+
+
 def activation_elements(shape: ModelShape, activation_checkpointing: str) -> int:
     """Activation elements kept per token, summed over the layers, for one checkpointing mode."""
-    block = 6 * shape.dim + 2 * shape.kv_dim + 4 * shape.ffn_hidden_dim
+    block = block_elements(shape)
     n, d = shape.n_layers, shape.dim
     if activation_checkpointing == "full":
         return n * d + block

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ModelShape:
+    """The numbers and mechanisms that fix a model's size: what count_params needs."""
+
     dim: int
     n_layers: int
     n_heads: int
@@ -19,6 +21,15 @@ class ModelShape:
     ffn_hidden_dim: int
     vocab_size: int
     qk_norm: bool = False
+    attention: str = "gqa"  # mha | gqa | mqa | sliding_window | mla | ssm
+    position: str = "rope"  # rope | alibi | learned | none
+    norm: str = "rmsnorm"  # rmsnorm | layernorm
+    ffn: str = "swiglu"  # swiglu | gelu | moe
+    max_seq_len: int = 0  # learned positions: one vector per position
+    kv_latent_dim: int = 0  # MLA: width of the compressed K/V latent
+    n_experts: int = 0  # MoE
+    top_k: int = 0  # MoE: experts per token
+    ssm_state_dim: int = 16  # SSM: N, the state size per channel
 
     @property
     def head_dim(self) -> int:
@@ -27,6 +38,23 @@ class ModelShape:
     @property
     def kv_dim(self) -> int:
         return self.n_kv_heads * self.head_dim
+
+    @property
+    def rope_head_dim(self) -> int:
+        """MLA's decoupled RoPE part of each query/key head."""
+        return self.head_dim // 2
+
+    @property
+    def ssm_inner(self) -> int:
+        return SSM_EXPAND * self.dim
+
+    @property
+    def ssm_dt_rank(self) -> int:
+        return -(-self.dim // 16)
+
+
+SSM_EXPAND = 2  # Mamba's inner width is 2·dim
+SSM_CONV = 4  # depthwise causal convolution width
 
 
 @dataclass(frozen=True)
@@ -66,11 +94,43 @@ def kv_heads_for(preset: ModelPreset, attention: str) -> int:
     return preset.shape.n_kv_heads
 
 
+def mixer_params(shape: ModelShape) -> int:
+    """The sequence mixer of one block: an attention variant or the SSM."""
+    d, hd, h = shape.dim, shape.head_dim, shape.n_heads
+    qk = 2 * hd if shape.qk_norm else 0  # per-head RMSNorm gains on q and k
+    if shape.attention == "mla":
+        r, c = shape.rope_head_dim, shape.kv_latent_dim
+        # q with a RoPE part per head; K/V down to the latent (+ a shared RoPE key), its norm,
+        # the up-projections to per-head keys and values, and the output.
+        return d * h * (hd + r) + d * c + d * r + c + 2 * c * h * hd + h * hd * d + qk
+    if shape.attention == "ssm":
+        e, n, rank = shape.ssm_inner, shape.ssm_state_dim, shape.ssm_dt_rank
+        # in_proj (x and gate), depthwise conv (+bias), x_proj to (dt, B, C), dt_proj (+bias),
+        # A_log and D per channel, out_proj
+        return d * 2 * e + e * SSM_CONV + e + e * (rank + 2 * n) + rank * e + e + e * n + e + e * d
+    return 2 * d * d + 2 * d * shape.kv_dim + qk  # wq, wo, wk, wv
+
+
+def ffn_params(shape: ModelShape) -> int:
+    d, h = shape.dim, shape.ffn_hidden_dim
+    if shape.ffn == "gelu":
+        return 2 * d * h
+    if shape.ffn == "moe":
+        return shape.n_experts * 3 * d * h + d * shape.n_experts  # experts + router
+    return 3 * d * h  # SwiGLU: w1 and w3 up, w2 down
+
+
+def norm_params(shape: ModelShape) -> int:
+    return 2 * shape.dim if shape.norm == "layernorm" else shape.dim
+
+
 def count_params(shape: ModelShape) -> int:
-    """Parameters of the decoder: untied embedding and head, bias-free projections, RMSNorm gains."""
-    d = shape.dim
-    attn = 2 * d * d + 2 * d * shape.kv_dim  # wq, wo, wk, wv
-    ffn = 3 * d * shape.ffn_hidden_dim  # SwiGLU: w1 and w3 up, w2 down
-    norms = 2 * d + (2 * shape.head_dim if shape.qk_norm else 0)  # block norms (+ q/k norms)
-    per_layer = attn + ffn + norms
-    return shape.n_layers * per_layer + 2 * shape.vocab_size * d + d
+    """Parameters: untied embedding and head, bias-free projections, the block norms."""
+    per_layer = mixer_params(shape) + ffn_params(shape) + 2 * norm_params(shape)
+    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
+    return (
+        shape.n_layers * per_layer
+        + 2 * shape.vocab_size * shape.dim
+        + norm_params(shape)
+        + positions
+    )

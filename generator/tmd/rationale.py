@@ -26,6 +26,8 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "grows linearly with the sequence.",
         "mla": "Multi-head latent attention: K/V compressed into a small latent that the cache "
         "stores.",
+        "ssm": "A selective state-space mixer (Mamba-style): a recurrence with input-dependent "
+        "decay, linear in the sequence length and with a fixed-size state when decoding.",
     },
     "position": {
         "rope": "RoPE rotates q and k by position: attention depends on relative offsets, "

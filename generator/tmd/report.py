@@ -24,7 +24,7 @@ def memory_report(plan: Plan) -> str:
         f"Model: {plan.params / 1e6:,.1f}M parameters, seq_len {a['seq_len']}, "
         f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
         f"{a['accelerator']} ({budget}).",
-        f"Training FLOPs per token: {train_flops_per_token(rules.shape_of(a), a['seq_len']) / 1e9:.3f} G "
+        f"Training FLOPs per token: {train_flops_per_token(rules.shape_of(a), a['seq_len'], a['window_size']) / 1e9:.3f} G "
         "(6 per matmul weight + 12·layers·seq_len·dim for attention, causal half not discounted).",
         f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "

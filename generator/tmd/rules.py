@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .hardware import ACCELERATORS, FP8_ACCELERATORS, USABLE_MEMORY_FRACTION
-from .memory import MemoryEstimate, estimate_train_memory
-from .presets import PRESETS, ModelShape
+from .memory import MemoryEstimate, block_elements, estimate_train_memory
+from .presets import PRESETS, SSM_CONV, SSM_EXPAND, ModelShape, count_params
 
 Answers = dict[str, Any]
 
@@ -176,6 +176,8 @@ def shape_default(a: Answers, key: str) -> int:
     preset = PRESETS[a["model_size"]]
     if key == "n_kv_heads":
         return {"mha": a["n_heads"], "mqa": 1}.get(a["attention"], preset.shape.n_kv_heads)
+    if key == "ffn_hidden_dim" and a["ffn"] == "gelu":
+        return 4 * a["dim"]  # the classic MLP width; SwiGLU and MoE experts keep the preset's
     return getattr(preset.shape, key)
 
 
@@ -183,6 +185,8 @@ def jinja_shape_default(key: str) -> str:
     table = {name: getattr(p.shape, key) for name, p in PRESETS.items()}
     if key == "n_kv_heads":
         return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + repr(table) + "[model_size]) }}"
+    if key == "ffn_hidden_dim":
+        return "{{ 4 * dim if ffn == 'gelu' else " + repr(table) + "[model_size] }}"
     return "{{ " + repr(table) + "[model_size] }}"
 
 
@@ -230,6 +234,104 @@ def jinja_check_shape(key: str) -> str:
             "byte-level tokenizer's alphabet"
         )
     return text + "{% endif %}"
+
+
+# --------------------------------------------------------------------------- architecture
+
+
+def suggest_position(a: Answers) -> Decision:
+    if a["attention"] == "ssm":
+        return Decision(
+            "none",
+            "The SSM mixer reads the sequence in order through its recurrence; position codes "
+            "act on attention scores, which it has none of.",
+        )
+    return Decision(
+        "rope",
+        "RoPE: relative positions through rotated q/k, nothing added to the residual stream.",
+    )
+
+
+JINJA_SUGGEST_POSITION = "{% if attention == 'ssm' %}none{% else %}rope{% endif %}"
+
+
+def check_position(a: Answers) -> str | None:
+    if a["position"] == "alibi" and a["attention"] == "mla":
+        return (
+            "ALiBi with MLA: MLA caches one compressed latent for all heads and carries position "
+            "in a decoupled RoPE key, so a per-head distance bias has nothing to act on; use "
+            "position=rope with mla, or another attention with alibi"
+        )
+    if a["attention"] == "ssm" and a["position"] in ("rope", "alibi"):
+        return (
+            f"position={a['position']} acts on attention scores and the SSM mixer has none: use "
+            "position=none (the recurrence orders the sequence) or learned"
+        )
+    return None
+
+
+JINJA_CHECK_POSITION = (
+    "{% if position == 'alibi' and attention == 'mla' %}ALiBi with MLA: MLA caches one "
+    "compressed latent for all heads and carries position in a decoupled RoPE key, so a "
+    "per-head distance bias has nothing to act on; use position=rope with mla, or another "
+    "attention with alibi"
+    "{% elif attention == 'ssm' and position in ['rope', 'alibi'] %}position={{ position }} acts "
+    "on attention scores and the SSM mixer has none: use position=none (the recurrence orders "
+    "the sequence) or learned{% endif %}"
+)
+
+MAX_WINDOW = 4096  # Mistral's window
+
+
+def window_default(a: Answers) -> int:
+    return max(1, min(MAX_WINDOW, a["seq_len"] // 4))
+
+
+JINJA_WINDOW_DEFAULT = "{{ [1, [" + str(MAX_WINDOW) + ", seq_len // 4] | min] | max }}"
+
+
+def check_window(a: Answers) -> str | None:
+    w = a["window_size"]
+    if a["attention"] == "sliding_window" and not 1 <= w < a["seq_len"]:
+        return (
+            f"window_size={w} must be at least 1 and below seq_len={a['seq_len']}: a window as "
+            "long as the sequence is full attention at extra cost; lower it, or pick gqa"
+        )
+    return None
+
+
+JINJA_CHECK_WINDOW = (
+    "{% if attention == 'sliding_window' and not (1 <= window_size < seq_len) %}"
+    "window_size={{ window_size }} must be at least 1 and below seq_len={{ seq_len }}: a window "
+    "as long as the sequence is full attention at extra cost; lower it, or pick gqa{% endif %}"
+)
+
+
+def kv_latent_default(a: Answers) -> int:
+    return max(a["dim"] // 8, a["dim"] // a["n_heads"])
+
+
+JINJA_KV_LATENT_DEFAULT = "{{ [dim // 8, dim // n_heads] | max }}"
+
+
+def check_experts(a: Answers) -> str | None:
+    if a["ffn"] != "moe":
+        return None
+    if a["n_experts"] < 2:
+        return f"n_experts={a['n_experts']}: a mixture needs at least 2 experts"
+    if not 1 <= a["top_k"] <= a["n_experts"]:
+        return (
+            f"top_k={a['top_k']} must be between 1 and n_experts={a['n_experts']}: each token "
+            "visits top_k distinct experts"
+        )
+    return None
+
+
+JINJA_CHECK_EXPERTS = (
+    "{% if ffn == 'moe' and n_experts < 2 %}n_experts={{ n_experts }}: a mixture needs at least "
+    "2 experts{% elif ffn == 'moe' and not (1 <= top_k <= n_experts) %}top_k={{ top_k }} must be "
+    "between 1 and n_experts={{ n_experts }}: each token visits top_k distinct experts{% endif %}"
+)
 
 
 # --------------------------------------------------------------------------- precision
@@ -342,7 +444,58 @@ def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
 
 
 def shape_of(a: Answers) -> ModelShape:
-    return ModelShape(*(a[k] for k in SHAPE_KEYS), qk_norm=a["qk_norm"])
+    return ModelShape(
+        *(a[k] for k in SHAPE_KEYS),
+        qk_norm=a["qk_norm"],
+        attention=a["attention"],
+        position=a["position"],
+        norm=a["norm"],
+        ffn=a["ffn"],
+        max_seq_len=a["seq_len"],
+        kv_latent_dim=a["kv_latent_dim"],
+        n_experts=a["n_experts"],
+        top_k=a["top_k"],
+        ssm_state_dim=a["ssm_state_dim"],
+    )
+
+
+def param_count(a: Answers) -> int:
+    return count_params(shape_of(a))
+
+
+def block_elements_of(a: Answers) -> int:
+    return block_elements(shape_of(a))
+
+
+JINJA_PARAM_COUNT = (
+    "{% set d = dim %}{% set hd = dim // n_heads %}{% set qk = 2 * hd if qk_norm else 0 %}"
+    "{% if attention == 'mla' %}{% set r = hd // 2 %}{% set c = kv_latent_dim %}"
+    "{% set mixer = d * n_heads * (hd + r) + d * c + d * r + c + 2 * c * n_heads * hd"
+    " + n_heads * hd * d + qk %}"
+    "{% elif attention == 'ssm' %}{% set e = " + str(SSM_EXPAND) + " * d %}"
+    "{% set rank = (d + 15) // 16 %}{% set n = ssm_state_dim %}"
+    "{% set mixer = d * 2 * e + e * " + str(SSM_CONV) + " + e + e * (rank + 2 * n) + rank * e"
+    " + e + e * n + e + e * d %}"
+    "{% else %}{% set mixer = 2 * d * d + 2 * d * n_kv_heads * hd + qk %}{% endif %}"
+    "{% if ffn == 'gelu' %}{% set f = 2 * d * ffn_hidden_dim %}"
+    "{% elif ffn == 'moe' %}{% set f = n_experts * 3 * d * ffn_hidden_dim + d * n_experts %}"
+    "{% else %}{% set f = 3 * d * ffn_hidden_dim %}{% endif %}"
+    "{% set norm_p = 2 * d if norm == 'layernorm' else d %}"
+    "{% set positions = seq_len * d if position == 'learned' else 0 %}"
+    "{{ n_layers * (mixer + f + 2 * norm_p) + 2 * vocab_size * d + norm_p + positions }}"
+)
+
+JINJA_BLOCK_ELEMENTS = (
+    "{% set hd = dim // n_heads %}{% set h = ffn_hidden_dim %}"
+    "{% if attention == 'mla' %}"
+    "{% set mixer = n_heads * (hd + hd // 2) + kv_latent_dim + hd // 2 + 3 * n_heads * hd %}"
+    "{% elif attention == 'ssm' %}{% set mixer = 8 * " + str(SSM_EXPAND) + " * dim %}"
+    "{% else %}{% set mixer = 2 * dim + 2 * n_kv_heads * hd %}{% endif %}"
+    "{% if ffn == 'gelu' %}{% set f = 2 * h %}"
+    "{% elif ffn == 'moe' %}{% set f = top_k * 4 * h + n_experts %}"
+    "{% else %}{% set f = 4 * h %}{% endif %}"
+    "{{ 4 * dim + mixer + f }}"
+)
 
 
 def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
@@ -420,11 +573,7 @@ def _jinja_memory(parallelism: str, ac: str) -> str:
         "{% set p = " + parallelism + " %}{% set ac = " + ac + " %}"
         "{% set tp = tp_degree if 'tp' in p else 1 %}"
         "{% set shard = world_size if p.startswith('fsdp2') else 1 %}"
-        "{% set kv = n_kv_heads * (dim // n_heads) %}"
-        "{% set params = n_layers * (2 * dim * dim + 2 * dim * kv + 3 * dim * ffn_hidden_dim + 2 * dim"
-        " + (2 * (dim // n_heads) if qk_norm else 0))"
-        " + 2 * vocab_size * dim + dim %}"
-        "{% set block = 6 * dim + 2 * kv + 4 * ffn_hidden_dim %}"
+        "{% set params = param_count %}{% set block = block_elements %}"
         "{% set wrapped = n_layers // 2 %}"
         "{% set elems = {'none': n_layers * block, 'full': n_layers * dim + block,"
         " 'selective': wrapped * dim + (n_layers - wrapped) * block + (block if wrapped else 0)}[ac] %}"
@@ -629,6 +778,26 @@ JINJA_CHECK_FIT = (
 
 # --------------------------------------------------------------------------- inference
 
+
+KV_CACHE_DEPLOYMENTS = ("server", "export")
+
+
+def check_deployment(a: Answers) -> str | None:
+    if a["attention"] == "ssm" and a["deployment"] in KV_CACHE_DEPLOYMENTS:
+        return (
+            f"deployment={a['deployment']} serves through an attention KV cache (paged, batched), "
+            "and the SSM mixer keeps a fixed-size recurrent state instead: pick deployment="
+            "research, or an attention variant"
+        )
+    return None
+
+
+JINJA_CHECK_DEPLOYMENT = (
+    "{% if attention == 'ssm' and deployment in " + repr(list(KV_CACHE_DEPLOYMENTS)) + " %}"
+    "deployment={{ deployment }} serves through an attention KV cache (paged, batched), and the "
+    "SSM mixer keeps a fixed-size recurrent state instead: pick deployment=research, or an "
+    "attention variant{% endif %}"
+)
 
 SPECULATIVE_DEPLOYMENTS = ("server", "export")
 
