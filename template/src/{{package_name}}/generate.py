@@ -1,0 +1,169 @@
+"""Autoregressive generation with a static KV cache.
+
+Prefill runs the prompt through the model once and fills the cache; each decode step then
+feeds one token per sequence and attends over the cache. The cache has a fixed shape, so the
+decode step can be compiled into one graph (``generate.compile``): with CUDA graphs
+(``mode="reduce-overhead"``) on a GPU, where the launch overhead of small batch-1 kernels is
+what limits decode speed.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from .checkpoint import load_model_weights
+from .config import Config, ConfigError
+from .device import select_device, synchronize
+from .model import Transformer
+from .precision import DTYPES
+from .tokenizer import ByteTokenizer
+from .train import init_model
+
+log = logging.getLogger(__name__)
+
+DecodeStep = Callable[[Transformer, Tensor, Tensor, float, int], Tensor]
+
+
+def sample(logits: Tensor, temperature: float, top_k: int) -> Tensor:
+    """Next-token ids (batch,) from last-position logits (batch, vocab): greedy at temperature 0."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    logits = logits.float() / temperature
+    if top_k:
+        kth_largest = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
+        logits = logits.masked_fill(logits < kth_largest, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    # argmax(p / E) with E ~ Exp(1) is a draw from p (the exponential race), and unlike
+    # torch.multinomial it needs no host synchronisation.
+    return torch.argmax(probs / torch.empty_like(probs).exponential_(1), dim=-1)
+
+
+def prefill(model: Transformer, prompt: Tensor, temperature: float, top_k: int) -> Tensor:
+    input_pos = torch.arange(prompt.shape[1], device=prompt.device)
+    return sample(model(prompt, input_pos)[:, -1], temperature, top_k)
+
+
+def decode_one(
+    model: Transformer, token: Tensor, input_pos: Tensor, temperature: float, top_k: int
+) -> Tensor:
+    """One decode step: ``token`` (batch, 1) at position ``input_pos`` (1,) to the next ids."""
+    return sample(model(token, input_pos)[:, -1], temperature, top_k)
+
+
+def decode(
+    model: Transformer,
+    first: Tensor,
+    start_pos: int,
+    n_tokens: int,
+    temperature: float,
+    top_k: int,
+    decode_step: DecodeStep = decode_one,
+) -> Tensor:
+    """Feed ``first`` (batch,) at ``start_pos`` and the ``n_tokens`` that follow; (batch, n)."""
+    tokens = [first]
+    for pos in range(start_pos, start_pos + n_tokens):
+        input_pos = torch.tensor([pos], device=first.device)
+        tokens.append(decode_step(model, tokens[-1][:, None], input_pos, temperature, top_k))
+    return torch.stack(tokens[1:], dim=1)
+
+
+@torch.no_grad()
+def generate(
+    model: Transformer,
+    prompt: Tensor,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    decode_step: DecodeStep = decode_one,
+) -> Tensor:
+    """``prompt`` (batch, prompt_len) followed by ``max_new_tokens`` generated tokens per row."""
+    batch, prompt_len = prompt.shape
+    model.setup_cache(batch, prompt_len + max_new_tokens)
+    first = prefill(model, prompt, temperature, top_k)
+    rest = decode(model, first, prompt_len, max_new_tokens - 1, temperature, top_k, decode_step)
+    return torch.cat([prompt, first[:, None], rest], dim=1)
+
+
+def compiled_decode_step(device: torch.device) -> DecodeStep:
+    """``decode_one`` compiled for ``device``: with CUDA graphs on a GPU, without elsewhere."""
+    if device.type == "cuda":
+        return torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
+    log.info("generate.compile: CUDA graphs need CUDA; compiling the decode step without them")
+    return torch.compile(decode_one, fullgraph=True)
+
+
+def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
+    """The latest checkpoint's model (or a random one, with a warning), ready on the device."""
+    device = select_device(cfg.train.device)
+    model = init_model(cfg)
+    step = load_model_weights(model, cfg.checkpoint.dir)
+    if step is None:
+        log.warning(
+            "no checkpoint in %s/: generating from randomly initialised weights",
+            cfg.checkpoint.dir,
+        )
+    else:
+        log.info("loaded the weights of step %d from %s/", step, cfg.checkpoint.dir)
+    return model.to(device=device, dtype=DTYPES[cfg.train.precision]).eval(), device
+
+
+def sample_text(cfg: Config) -> list[str]:
+    """The ``generate`` command: ``generate.batch_size`` continuations of ``generate.prompt``."""
+    g = cfg.generate
+    tokenizer = ByteTokenizer()
+    ids = tokenizer.encode(g.prompt)
+    if not ids or len(ids) + g.max_new_tokens > cfg.model.max_seq_len:
+        raise ConfigError(
+            f"generate.prompt has {len(ids)} bytes; it needs at least 1, and with "
+            f"generate.max_new_tokens ({g.max_new_tokens}) at most model.max_seq_len "
+            f"({cfg.model.max_seq_len})"
+        )
+    model, device = load_for_inference(cfg)
+    decode_step = compiled_decode_step(device) if g.compile else decode_one
+    prompt = torch.tensor([ids] * g.batch_size, device=device)
+    torch.manual_seed(cfg.train.seed)
+    out = generate(model, prompt, g.max_new_tokens, g.temperature, g.top_k, decode_step)
+    return [tokenizer.decode(row.tolist()) for row in out]
+
+
+@torch.no_grad()
+def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
+    """``generate --bench``: prefill and decode throughput on random prompts.
+
+    One untimed generation first, so that compilation and allocation are not measured.
+    """
+    g = cfg.generate
+    model, device = load_for_inference(cfg)
+    decode_step = compiled_decode_step(device) if g.compile else decode_one
+    generator = torch.Generator().manual_seed(cfg.train.seed)
+    prompt = torch.randint(cfg.model.vocab_size, (g.batch_size, g.prompt_len), generator=generator)
+    prompt = prompt.to(device)
+    args = (g.temperature, g.top_k)
+    generate(model, prompt, g.max_new_tokens, *args, decode_step=decode_step)
+
+    model.setup_cache(g.batch_size, g.prompt_len + g.max_new_tokens)
+    synchronize(device)
+    start = time.perf_counter()
+    first = prefill(model, prompt, *args)
+    synchronize(device)
+    prefill_s = time.perf_counter() - start
+    n_decode = g.max_new_tokens - 1
+    start = time.perf_counter()
+    decode(model, first, g.prompt_len, n_decode, *args, decode_step=decode_step)
+    synchronize(device)
+    decode_s = time.perf_counter() - start
+    return {
+        "prefill_tokens_per_s": g.batch_size * g.prompt_len / prefill_s,
+        "decode_tokens_per_s": g.batch_size * n_decode / decode_s if n_decode else 0.0,
+        "time_to_first_token_ms": prefill_s * 1e3,
+        "decode_ms_per_step": decode_s * 1e3 / n_decode if n_decode else 0.0,
+        "batch_size": g.batch_size,
+        "prompt_len": g.prompt_len,
+        "new_tokens": g.max_new_tokens,
+        "compiled": g.compile,
+        "device": device.type,
+        "dtype": str(DTYPES[cfg.train.precision]).removeprefix("torch."),
+    }

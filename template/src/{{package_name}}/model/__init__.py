@@ -1,0 +1,11 @@
+"""The model: plain ``nn.Module`` s and a dataclass config, nothing else.
+
+Devices, precision, compilation, activation checkpointing and data parallelism are applied
+from outside (see ``parallelize.py``), so this package reads the same in every layout.
+"""
+
+from .args import ModelConfig
+from .kv_cache import KVCache
+from .transformer import Transformer, TransformerBlock
+
+__all__ = ["KVCache", "ModelConfig", "Transformer", "TransformerBlock"]
