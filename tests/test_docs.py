@@ -42,8 +42,6 @@ PAGES: dict[str, tuple[str, ...]] = {
         "qk_norm",
         "ffn",
         *rules.SHAPE_KEYS,
-        "batch_size",
-        "train_steps",
         "window_size",
         "kv_latent_dim",
         "n_experts",
@@ -52,6 +50,8 @@ PAGES: dict[str, tuple[str, ...]] = {
         "ssm_state_dim",
         "param_count",
         "block_elements",
+        "batch_size",
+        "train_steps",
     ),
     "precision.md": ("accelerator", "precision", "loss_scaling", "capacity_bytes"),
     "parallelism.md": (
@@ -229,6 +229,25 @@ def test_parameter_counts_match_count_params():
             assert match, f"{name}/{attention}: {cell!r} is not 'N,NNN (X.XM)'"
             assert int(match.group(1).replace(",", "")) == n, f"{name}/{attention}"
             assert match.group(2) == rounded(n), f"{name}/{attention}"
+
+
+def test_mechanism_parameter_table_matches_count_params():
+    rows = table(text("architecture.md").splitlines(), "| Mechanism | tiny | small |")
+    expected = [
+        f"`{key}={spelled(v)}`"
+        for key in ("attention", "position", "norm", "ffn")
+        for v in BY_KEY[key].values()
+    ]
+    assert sorted(r[0] for r in rows) == sorted(expected)
+    for row in rows:
+        key, value = row[0].strip("`").split("=")
+        for cell, size in zip(row[1:], ("tiny", "small"), strict=True):
+            answers = resolve({"model_size": size, key: value}, validate=False)
+            n = count_params(rules.shape_of(answers))
+            match = PARAMS.match(cell)
+            assert match, f"{row[0]}/{size}: {cell!r} is not 'N,NNN (X.XM)'"
+            assert int(match.group(1).replace(",", "")) == n, f"{row[0]}/{size}"
+            assert match.group(2) == rounded(n), f"{row[0]}/{size}"
 
 
 WORKED = {"model_size": "large", "gpus_per_node": "8"}
