@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from tmd import rules
@@ -51,29 +53,22 @@ def test_param_count_matches_a_hand_count():
 
 def test_memory_estimate_by_hand():
     shape = PRESETS["large"].shape
-    est = estimate_train_memory(
+    estimate = functools.partial(
+        estimate_train_memory,
         shape,
         seq_len=2048,
         batch_size=2,
         precision="bf16",
         shard_degree=8,
         tp_degree=1,
-        activation_checkpointing="none",
     )
+    est = estimate(activation_checkpointing="none")
     params = count_params(shape)
     assert est.state_bytes == params * 16 / 8
     block = 6 * 4096 + 2 * 1024 + 4 * 14336
     assert est.activation_bytes == 4096 * 32 * block * 2
     assert est.logit_bytes == 4096 * 128256 * 8
-    full = estimate_train_memory(
-        shape,
-        seq_len=2048,
-        batch_size=2,
-        precision="bf16",
-        shard_degree=8,
-        tp_degree=1,
-        activation_checkpointing="full",
-    )
+    full = estimate(activation_checkpointing="full")
     assert full.activation_bytes == 4096 * (32 * 4096 + block) * 2
     assert full.activation_bytes < est.activation_bytes / 10
 

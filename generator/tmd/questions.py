@@ -60,6 +60,14 @@ class Question:
         return [c.value for c in self.choices if c.offered]
 
 
+def _at_least_one(key: str) -> dict[str, Any]:
+    """The validator pair (Python and its Jinja mirror) for a count that must be >= 1."""
+    return {
+        "validator": lambda a: rules.check_count(a, key),
+        "validator_jinja": rules.jinja_check_count(key),
+    }
+
+
 def _c(value: Any, label: str, offered: bool = True) -> Choice:
     return Choice(value, label, offered)
 
@@ -250,8 +258,7 @@ QUESTIONS: tuple[Question, ...] = (
         "MLA: width of the compressed K/V latent the cache stores (dim/8, at least a head).",
         default=rules.kv_latent_default,
         default_jinja=rules.JINJA_KV_LATENT_DEFAULT,
-        validator=lambda a: rules.check_count(a, "kv_latent_dim"),
-        validator_jinja=rules.jinja_check_count("kv_latent_dim"),
+        **_at_least_one("kv_latent_dim"),
         computed=True,
         advanced=True,
     ),
@@ -289,8 +296,7 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "SSM: state size N per channel (Mamba's 16).",
         default=16,
-        validator=lambda a: rules.check_count(a, "ssm_state_dim"),
-        validator_jinja=rules.jinja_check_count("ssm_state_dim"),
+        **_at_least_one("ssm_state_dim"),
         computed=True,
         advanced=True,
     ),
@@ -318,8 +324,7 @@ QUESTIONS: tuple[Question, ...] = (
         default_jinja="{{ "
         + repr({n: p.batch_size for n, p in PRESETS.items()})
         + "[model_size] }}",
-        validator=lambda a: rules.check_count(a, "batch_size"),
-        validator_jinja=rules.jinja_check_count("batch_size"),
+        **_at_least_one("batch_size"),
         computed=True,
         advanced=True,
     ),
@@ -331,8 +336,7 @@ QUESTIONS: tuple[Question, ...] = (
         default_jinja="{{ "
         + repr({n: p.train_steps for n, p in PRESETS.items()})
         + "[model_size] }}",
-        validator=lambda a: rules.check_count(a, "train_steps"),
-        validator_jinja=rules.jinja_check_count("train_steps"),
+        **_at_least_one("train_steps"),
         computed=True,
         advanced=True,
     ),
@@ -377,16 +381,14 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "GPUs per node. Tensor parallel stays inside a node, where NVLink makes it pay.",
         default=1,
-        validator=lambda a: rules.check_count(a, "gpus_per_node"),
-        validator_jinja=rules.jinja_check_count("gpus_per_node"),
+        **_at_least_one("gpus_per_node"),
     ),
     Question(
         "nodes",
         "int",
         "Nodes. Across nodes, pipeline stages send activations instead of all-gathering weights.",
         default=1,
-        validator=lambda a: rules.check_count(a, "nodes"),
-        validator_jinja=rules.jinja_check_count("nodes"),
+        **_at_least_one("nodes"),
     ),
     Question(
         "world_size",
