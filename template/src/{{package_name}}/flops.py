@@ -24,29 +24,41 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
 }
 
 
-def matmul_params(cfg: ModelConfig) -> int:
-    """Weights that take part in a matmul: every Linear, the output head included.
+def forward_flops_by_component(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
+    """Forward FLOPs of one token, by component, over all layers (2 per multiply-add).
 
-    The token embedding is a lookup, not a matmul, so it is left out.
+    ``attention.scores`` is the two T×T matmuls (q·kᵀ and the weighted sum of values). It
+    counts the full T×T matrix, as PaLM (Chowdhery et al., 2022, appendix B) and nanoGPT
+    do, although a causal kernel skips about half of it: the figure is the dense-equivalent
+    work, which keeps MFU comparable with published numbers. The embedding is a lookup and
+    costs no matmul FLOPs.
     """
-    head_dim = cfg.head_dim
-    attention = cfg.dim * head_dim * (2 * cfg.n_heads + 2 * cfg.n_kv_heads)  # wq, wk, wv, wo
-    ffn = 3 * cfg.dim * cfg.ffn_hidden_dim  # w1, w2, w3
-    return cfg.n_layers * (attention + ffn) + cfg.dim * cfg.vocab_size
+    d, hd, n = cfg.dim, cfg.head_dim, cfg.n_layers
+    projections = d * hd * (2 * cfg.n_heads + 2 * cfg.n_kv_heads)  # wq, wk, wv, wo
+    scores = 2 * seq_len * cfg.n_heads * hd  # q·kᵀ and p·v, T keys each
+    return {
+        "embedding": 0,
+        "attention.projections": 2 * n * projections,
+        "attention.scores": 2 * n * scores,
+        "ffn": 2 * n * 3 * d * cfg.ffn_hidden_dim,  # w1, w3 up, w2 down
+        "head": 2 * d * cfg.vocab_size,
+    }
+
+
+def matmul_params(cfg: ModelConfig) -> int:
+    """Weights that take part in a matmul: every Linear, the output head included."""
+    flops = forward_flops_by_component(cfg, seq_len=0)
+    return sum(flops.values()) // 2
 
 
 def training_flops_per_token(cfg: ModelConfig, seq_len: int) -> int:
-    """FLOPs of one training token: 6 · matmul params + 12 · n_layers · n_heads · head_dim · T.
+    """FLOPs of one training token: three times the forward pass.
 
-    6 per weight = 2 (multiply-add) in the forward pass and 4 in backward (gradients of the
-    input and of the weight). The second term is attention's two T×T matmuls (scores and
-    weighted values), forward and backward. It counts the full T×T matrix, as PaLM
-    (Chowdhery et al., 2022, appendix B) and nanoGPT do, although a causal kernel skips
-    about half of it: the figure is the dense-equivalent work, which keeps MFU comparable
-    with published numbers.
+    The backward pass costs twice the forward: for every matmul, one for the gradient of its
+    input and one for the gradient of its weight. Recomputation under activation
+    checkpointing is not counted; it adds work, not model FLOPs.
     """
-    attention = 12 * cfg.n_layers * cfg.n_heads * cfg.head_dim * seq_len
-    return 6 * matmul_params(cfg) + attention
+    return 3 * sum(forward_flops_by_component(cfg, seq_len).values())
 
 
 def count_params(model: nn.Module) -> int:
