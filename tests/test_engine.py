@@ -191,7 +191,10 @@ def test_window_limits_the_attention_flops():
     full = attention_flops_per_token(_shape(seq_len=4096), 4096)
     window = attention_flops_per_token(_shape(seq_len=4096), 4096, window=1024)
     assert full == 6 * 4 * 4096 * 512
-    assert attention_flops_per_token(_shape(attention="sliding_window"), 4096, 1024) == full / 4
+    # Blocks of 1024 queries against two blocks of keys: 2048 of the 4096 keys.
+    assert attention_flops_per_token(_shape(attention="sliding_window"), 4096, 1024) == full / 2
+    # Up to two windows long, the band-masked sequence is scored whole.
+    assert attention_flops_per_token(_shape(attention="sliding_window"), 4096, 2048) == full
     assert window == full  # a window only counts for sliding-window attention
     assert attention_flops_per_token(_shape(attention="ssm", position="none"), 4096) == 0
 
@@ -205,7 +208,10 @@ def test_window_limits_the_attention_flops():
         ),
         ({"ffn": "moe", "top_k": 9}, "top_k=9 must be between 1 and n_experts=8"),
         ({"ffn": "moe", "n_experts": 1}, "a mixture needs at least 2 experts"),
-        ({"attention": "mla", "position": "alibi"}, "ALiBi with MLA"),
+        ({"attention": "mla", "position": "alibi"}, "position=alibi with MLA"),
+        ({"attention": "mla", "position": "learned"}, "defined with RoPE only"),
+        ({"attention": "ssm", "position": "none", "qk_norm": True}, "SSM mixer has none"),
+        ({"attention": "mla", "dim": 264, "n_heads": 4}, "multiple of 4 for MLA"),
         ({"attention": "ssm", "position": "rope"}, "the SSM mixer has none"),
         (
             {"quantization": "fp8", "accelerator": "a100"},

@@ -4,16 +4,18 @@ Forward matmuls cost 2 FLOPs per weight per token, backward twice that: 6·N for
 that multiply activations (every Linear, the output head included; the embedding is a lookup;
 a MoE counts only the top-k experts a token visits). Attention scores and the weighted sum add
 2·T·(qk width + v width) per layer forward, x3 with backward, with T the keys each query sees
-(the window for sliding-window attention). The causal mask is not discounted (the PaLM
+(for sliding-window attention, which scores each block of `window` queries against two
+blocks of keys, at most 2·window). The causal mask is not discounted (the PaLM
 convention, also torchtitan's and nanoGPT's), so the figure compares with published MFU. The
-SSM's scan is elementwise work and is left out, as matmul-only FLOP counters do.
+SSM's scan is elementwise work and is left out, as matmul-only FLOP counters do; its
+depthwise convolution counts like a Linear, 2 FLOPs per weight per token.
 """
 
 from __future__ import annotations
 
 from .presets import ModelShape, count_params, norm_params
 
-# The numbers are not matmul weights: norm gains, the SSM's conv, A_log, D and biases.
+# The numbers are not matmul weights: norm gains, the SSM's A_log, D and biases.
 
 
 def matmul_params(shape: ModelShape) -> int:
@@ -28,7 +30,7 @@ def matmul_params(shape: ModelShape) -> int:
         other += shape.kv_latent_dim * n  # the latent's norm
     if shape.attention == "ssm":
         e = shape.ssm_inner
-        other += n * (e * 4 + e + e + e * shape.ssm_state_dim + e)  # conv, biases, A_log, D
+        other += n * (e + e + e * shape.ssm_state_dim + e)  # conv and dt biases, A_log, D
     if shape.ffn == "moe":
         other += n * (shape.n_experts - shape.top_k) * 3 * d * shape.ffn_hidden_dim
     return count_params(shape) - other
@@ -38,7 +40,8 @@ def attention_flops_per_token(shape: ModelShape, seq_len: int, window: int = 0) 
     """Training FLOPs of the score and value matmuls, per token, over all layers."""
     if shape.attention == "ssm":
         return 0
-    keys = min(window, seq_len) if shape.attention == "sliding_window" else seq_len
+    # A sliding window computes blocks of `window` queries against two blocks of keys.
+    keys = min(2 * window, seq_len) if shape.attention == "sliding_window" else seq_len
     hd = shape.head_dim
     qk = shape.n_heads * (hd + shape.rope_head_dim) if shape.attention == "mla" else shape.dim
     v = shape.n_heads * hd

@@ -196,7 +196,12 @@ def check_shape(a: Answers, key: str) -> str | None:
         return f"{key} must be positive, got {value}"
     if key == "n_heads" and a["dim"] % value:
         return f"n_heads={value} must divide dim={a['dim']}: each head gets dim // n_heads channels"
-    if key == "n_heads" and (a["dim"] // value) % 2:
+    if key == "n_heads" and a["attention"] == "mla" and (a["dim"] // value) % 4:
+        return (
+            f"head_dim = dim // n_heads = {a['dim'] // value} must be a multiple of 4 for MLA, "
+            "whose RoPE half of each head rotates channel pairs: change dim or n_heads"
+        )
+    if key == "n_heads" and a["position"] == "rope" and (a["dim"] // value) % 2:
         return (
             f"head_dim = dim // n_heads = {a['dim'] // value} must be even for RoPE, which "
             "rotates channel pairs: change dim or n_heads"
@@ -218,8 +223,12 @@ def jinja_check_shape(key: str) -> str:
         text += (
             "{% elif dim % n_heads %}n_heads={{ n_heads }} must divide dim={{ dim }}: each head "
             "gets dim // n_heads channels"
-            "{% elif (dim // n_heads) % 2 %}head_dim = dim // n_heads = {{ dim // n_heads }} "
-            "must be even for RoPE, which rotates channel pairs: change dim or n_heads"
+            "{% elif attention == 'mla' and (dim // n_heads) % 4 %}head_dim = dim // n_heads = "
+            "{{ dim // n_heads }} must be a multiple of 4 for MLA, whose RoPE half of each head "
+            "rotates channel pairs: change dim or n_heads"
+            "{% elif position == 'rope' and (dim // n_heads) % 2 %}head_dim = dim // n_heads = "
+            "{{ dim // n_heads }} must be even for RoPE, which rotates channel pairs: change dim "
+            "or n_heads"
         )
     if key == "n_kv_heads":
         text += (
@@ -256,11 +265,11 @@ JINJA_SUGGEST_POSITION = "{% if attention == 'ssm' %}none{% else %}rope{% endif 
 
 
 def check_position(a: Answers) -> str | None:
-    if a["position"] == "alibi" and a["attention"] == "mla":
+    if a["attention"] == "mla" and a["position"] != "rope":
         return (
-            "ALiBi with MLA: MLA caches one compressed latent for all heads and carries position "
-            "in a decoupled RoPE key, so a per-head distance bias has nothing to act on; use "
-            "position=rope with mla, or another attention with alibi"
+            f"position={a['position']} with MLA: MLA caches one compressed latent for all heads "
+            "and carries position in a decoupled RoPE key, so it is defined with RoPE only; use "
+            "position=rope with mla, or another attention"
         )
     if a["attention"] == "ssm" and a["position"] in ("rope", "alibi"):
         return (
@@ -271,13 +280,27 @@ def check_position(a: Answers) -> str | None:
 
 
 JINJA_CHECK_POSITION = (
-    "{% if position == 'alibi' and attention == 'mla' %}ALiBi with MLA: MLA caches one "
-    "compressed latent for all heads and carries position in a decoupled RoPE key, so a "
-    "per-head distance bias has nothing to act on; use position=rope with mla, or another "
-    "attention with alibi"
+    "{% if attention == 'mla' and position != 'rope' %}position={{ position }} with MLA: MLA "
+    "caches one compressed latent for all heads and carries position in a decoupled RoPE key, "
+    "so it is defined with RoPE only; use position=rope with mla, or another attention"
     "{% elif attention == 'ssm' and position in ['rope', 'alibi'] %}position={{ position }} acts "
     "on attention scores and the SSM mixer has none: use position=none (the recurrence orders "
     "the sequence) or learned{% endif %}"
+)
+
+
+def check_qk_norm(a: Answers) -> str | None:
+    if a["qk_norm"] and a["attention"] == "ssm":
+        return (
+            "qk_norm=true normalises attention queries and keys, and the SSM mixer has none: "
+            "set qk_norm=false, or pick an attention variant"
+        )
+    return None
+
+
+JINJA_CHECK_QK_NORM = (
+    "{% if qk_norm and attention == 'ssm' %}qk_norm=true normalises attention queries and keys, "
+    "and the SSM mixer has none: set qk_norm=false, or pick an attention variant{% endif %}"
 )
 
 MAX_WINDOW = 4096  # Mistral's window
@@ -314,12 +337,20 @@ def kv_latent_default(a: Answers) -> int:
 JINJA_KV_LATENT_DEFAULT = "{{ [dim // 8, dim // n_heads] | max }}"
 
 
-def check_experts(a: Answers) -> str | None:
-    if a["ffn"] != "moe":
-        return None
-    if a["n_experts"] < 2:
+def check_n_experts(a: Answers) -> str | None:
+    if a["ffn"] == "moe" and a["n_experts"] < 2:
         return f"n_experts={a['n_experts']}: a mixture needs at least 2 experts"
-    if not 1 <= a["top_k"] <= a["n_experts"]:
+    return None
+
+
+JINJA_CHECK_N_EXPERTS = (
+    "{% if ffn == 'moe' and n_experts < 2 %}n_experts={{ n_experts }}: a mixture needs at least "
+    "2 experts{% endif %}"
+)
+
+
+def check_top_k(a: Answers) -> str | None:
+    if a["ffn"] == "moe" and not 1 <= a["top_k"] <= a["n_experts"]:
         return (
             f"top_k={a['top_k']} must be between 1 and n_experts={a['n_experts']}: each token "
             "visits top_k distinct experts"
@@ -327,9 +358,8 @@ def check_experts(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_EXPERTS = (
-    "{% if ffn == 'moe' and n_experts < 2 %}n_experts={{ n_experts }}: a mixture needs at least "
-    "2 experts{% elif ffn == 'moe' and not (1 <= top_k <= n_experts) %}top_k={{ top_k }} must be "
+JINJA_CHECK_TOP_K = (
+    "{% if ffn == 'moe' and not (1 <= top_k <= n_experts) %}top_k={{ top_k }} must be "
     "between 1 and n_experts={{ n_experts }}: each token visits top_k distinct experts{% endif %}"
 )
 

@@ -5,7 +5,6 @@ from outside (see ``parallelize.py``), so this package reads the same in every l
 """
 
 from .args import ModelConfig
-from .kv_cache import KVCache
 from .transformer import Transformer, TransformerBlock
 
-__all__ = ["KVCache", "ModelConfig", "Transformer", "TransformerBlock"]
+__all__ = ["ModelConfig", "Transformer", "TransformerBlock"]
