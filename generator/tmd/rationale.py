@@ -76,7 +76,8 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "are kept.",
     },
     "deployment": {
-        "research": "Checkpoints plus `generate` and `eval` commands with a static KV cache.",
+        "research": "Checkpoints plus `generate` and `eval` commands; decoding runs on a cache "
+        "of static shape (keys and values, or the SSM's state).",
         "server": "An HTTP server with a KV cache and continuous batching.",
         "export": "torch.export + AOTInductor: a compiled package that runs without Python "
         "model code.",

@@ -25,7 +25,7 @@ def memory_report(plan: Plan) -> str:
         f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
         f"{a['accelerator']} ({budget}).",
         f"Training FLOPs per token: {train_flops_per_token(rules.shape_of(a), a['seq_len'], a['window_size']) / 1e9:.3f} G "
-        "(6 per matmul weight + 12·layers·seq_len·dim for attention, causal half not discounted).",
+        "(6 per matmul weight + the attention score matmuls, causal half not discounted).",
         f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
         f"activations {chosen.activation_bytes / 1e9:.1f} + logits {chosen.logit_bytes / 1e9:.1f}.",
