@@ -1,0 +1,231 @@
+"""Bottleneck diagnosis: the four-question checklist, then what to change first.
+
+The checklist runs top to bottom and stops at the first yes, because each bottleneck hides
+the ones below it: a device that waits for data shows poor MFU whatever the kernels do.
+
+1. Device busy < 80% of the step?  -> data loading
+2. Peak memory > 90% of the device? -> activation / gradient memory
+3. MFU < 40%?                       -> kernel efficiency
+4. Collectives > 15% of the step?   -> communication (multi-device runs only)
+otherwise the run is compute-bound: scale out.
+
+``recommend`` turns the diagnosis into the three changes most likely to help *this* run:
+the fixes for the bottleneck found first, then the rest of the optimization map, leaving out
+whatever the run already does (bf16 when it trains in bf16, compile when it compiles).
+"""
+
+from dataclasses import dataclass
+
+UTILISATION_MIN = 0.80
+MEMORY_MAX = 0.90
+MFU_MIN = 0.40
+COMMUNICATION_MAX = 0.15
+
+DATA, MEMORY, KERNELS, COMMUNICATION, COMPUTE = (
+    "data loading",
+    "activation/gradient memory",
+    "kernel efficiency",
+    "communication",
+    "compute-bound",
+)
+# After the bottleneck's own fixes: what most often pays next. Input pipelines come last, as
+# they only help a device that waits.
+FALLBACK_ORDER = (KERNELS, MEMORY, COMMUNICATION, COMPUTE, DATA)
+FP8_ACCELERATORS = ("h100", "h200", "b200")
+
+
+def percent(value: float, digits: int = 0) -> str:
+    """``0.8`` -> ``"80%"``."""
+    return format(value, f".{digits}%")
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What a profile measured. ``None``: not measured (e.g. no collectives in one process)."""
+
+    utilisation: float  # share of the step the device computes (the rest: waiting for data)
+    memory_fraction: float | None  # peak memory / the device's memory
+    mfu: float | None
+    communication_fraction: float | None = None  # share of the step inside collectives
+    out_of_memory: bool = False
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    step: int  # 1-4, or 5 for compute-bound
+    bottleneck: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The parts of the run a recommendation depends on."""
+
+    device: str  # "cpu" or "cuda"
+    accelerator: str | None  # "a100", "h100", ... (None: CPU or not in the table)
+    precision: str
+    compile: str
+    activation_checkpointing: str
+    parallelism: str
+    world_size: int
+    tokens_per_device: int  # batch x sequence length in one step on one device
+    fp8_rendered: bool  # whether this project carries the float8 training path
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    what: str
+    impact: str
+    how: str
+
+
+def diagnose(m: Metrics) -> Diagnosis:
+    if m.utilisation < UTILISATION_MIN:
+        return Diagnosis(
+            1,
+            DATA,
+            f"the device computes {percent(m.utilisation)} of the step "
+            f"(< {percent(UTILISATION_MIN)}); the rest is spent waiting for the next batch",
+        )
+    if m.out_of_memory or (m.memory_fraction is not None and m.memory_fraction > MEMORY_MAX):
+        used = "out of memory" if m.out_of_memory else f"{percent(m.memory_fraction)} of the device"
+        return Diagnosis(2, MEMORY, f"peak memory is {used} (> {percent(MEMORY_MAX)})")
+    if m.mfu is not None and m.mfu < MFU_MIN:
+        return Diagnosis(
+            3,
+            KERNELS,
+            f"MFU is {percent(m.mfu, 1)} (< {percent(MFU_MIN)}): "
+            "the kernels reach a small share of the peak",
+        )
+    comm = m.communication_fraction
+    if comm is not None and comm > COMMUNICATION_MAX:
+        return Diagnosis(
+            4,
+            COMMUNICATION,
+            f"collectives take {percent(comm)} of the step (> {percent(COMMUNICATION_MAX)})",
+        )
+    mfu = "unknown" if m.mfu is None else f"{percent(m.mfu, 1)}"
+    return Diagnosis(
+        5, COMPUTE, f"no check fired (utilisation {percent(m.utilisation)}, MFU {mfu})"
+    )
+
+
+def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
+    """Every applicable fix, keyed by the bottleneck it addresses, in order of payoff."""
+    low_precision = s.precision in ("bf16", "fp16", "fp8")
+    fp8_capable = s.accelerator in FP8_ACCELERATORS and s.precision != "fp8"
+    out: dict[str, list[Recommendation]] = {key: [] for key in FALLBACK_ORDER}
+
+    out[DATA].append(
+        Recommendation(
+            "Build batches ahead of the step: a DataLoader with num_workers, pin_memory and "
+            "prefetch_factor, or assembly on the device",
+            "the device stops idling between steps",
+            "data/__init__.py (Batches)",
+        )
+    )
+    if not low_precision:
+        out[MEMORY].append(
+            Recommendation(
+                "bf16 autocast",
+                "~50% of the activation memory",
+                "train.precision=bf16",
+            )
+        )
+    if s.activation_checkpointing != "full":
+        step = "full" if s.activation_checkpointing == "selective" else "selective"
+        impact = (
+            "~60-70% less activation memory, ~30% slower steps"
+            if step == "full"
+            else "about half the activation memory, ~15% slower steps"
+        )
+        out[MEMORY].append(
+            Recommendation(
+                f"{step.capitalize()} activation checkpointing",
+                impact,
+                f"train.activation_checkpointing={step}",
+            )
+        )
+    if s.parallelism != "fsdp2" and (s.world_size > 1 or s.device == "cuda"):
+        out[MEMORY].append(
+            Recommendation(
+                "FSDP2: shard weights, gradients and optimizer state over the ranks",
+                "model state per device divided by the number of ranks",
+                "tmd update --data parallelism=fsdp2",
+            )
+        )
+    if s.compile == "none":
+        out[KERNELS].append(
+            Recommendation(
+                "torch.compile each block",
+                "10-40% faster steps typically: fused elementwise kernels, fewer launches",
+                "train.compile=default",
+            )
+        )
+    elif s.compile == "default" and s.device == "cuda":
+        out[KERNELS].append(
+            Recommendation(
+                "max-autotune compilation",
+                "autotuned matmul tiles and CUDA graphs: fewer launch gaps",
+                "train.compile=max-autotune",
+            )
+        )
+    if s.device == "cuda" and not low_precision:
+        out[KERNELS].append(
+            Recommendation(
+                "bf16, which lets SDPA dispatch to FlashAttention",
+                "2-4x faster attention with memory linear in sequence length",
+                "train.precision=bf16",
+            )
+        )
+    if fp8_capable:
+        how = "train.precision=fp8" if s.fp8_rendered else "tmd update --data precision=fp8"
+        out[KERNELS].append(
+            Recommendation("fp8 matmuls (torchao float8)", "~2x matmul throughput vs bf16", how)
+        )
+    if s.tokens_per_device < 16384:
+        out[KERNELS].append(
+            Recommendation(
+                "Larger steps: more tokens per device",
+                f"{s.tokens_per_device} tokens per step leave matmuls too small to fill the device",
+                "train.batch_size or train.seq_len",
+            )
+        )
+    if s.world_size > 1:
+        out[COMMUNICATION] += [
+            Recommendation(
+                "Overlap collectives with compute and find exposed ones in the trace",
+                "communication hidden behind the next block's compute",
+                "reports/trace*.json: look for NCCL kernels with idle compute streams",
+            ),
+            Recommendation(
+                "More tokens per rank between synchronisations",
+                "the same bytes communicated for more work",
+                "train.batch_size",
+            ),
+            Recommendation(
+                "Check the interconnect and NCCL settings",
+                "NVLink moves an order of magnitude more than PCIe",
+                "nvidia-smi topo -m; NCCL_DEBUG=INFO",
+            ),
+        ]
+    out[COMPUTE].append(
+        Recommendation(
+            "Scale out with more devices",
+            "throughput grows with data-parallel ranks while the step stays compute-bound",
+            "launch/ (torchrun --nproc-per-node)",
+        )
+    )
+    return out
+
+
+def recommend(diagnosis: Diagnosis, setup: Setup, count: int = 3) -> list[Recommendation]:
+    """The ``count`` changes to try first: the bottleneck's own fixes, then the rest."""
+    by_bottleneck = _candidates(setup)
+    order = [diagnosis.bottleneck] + [k for k in FALLBACK_ORDER if k != diagnosis.bottleneck]
+    picked: list[Recommendation] = []
+    for key in order:
+        for rec in by_bottleneck[key]:
+            if all(rec.how != p.how for p in picked):
+                picked.append(rec)
+    return picked[:count]
