@@ -8,7 +8,8 @@ The model is simple on purpose and stated in full, so a person can check it by h
 - activations: per token and layer, what autograd saves for the backward of a pre-norm block
   with fused attention (no T x T score matrix is kept): the block input, norm output, second
   residual stream and its norm output (4·d), then the mixer's tensors (q, k, v and the
-  attention output; MLA's latent and per-head K/V; the SSM's inner streams) and the FFN's
+  attention output; MLA's latent and per-head K/V; the SSM's inner streams and the chunked
+  scan's fp32 (inner x state) tensors) and the FFN's
   (SwiGLU: 4·hidden; GELU: 2·hidden; MoE: top_k routed SwiGLU copies and the router logits).
   See block_elements. Stored in the autocast dtype. Full checkpointing keeps only each block's input
   plus one block's activations while it is recomputed; selective checkpointing wraps every
@@ -52,15 +53,23 @@ class MemoryEstimate:
         return self.total_bytes / GB
 
 
-def block_elements(shape: ModelShape) -> int:
-    """Activation elements one block keeps per token for its backward (no checkpointing)."""
+def block_elements(shape: ModelShape, precision: str = "fp32") -> int:
+    """Activation elements one block keeps per token for its backward (no checkpointing).
+
+    In units of the autocast dtype of ``precision``: the SSM's scan runs in fp32, so each of
+    its elements counts 4 / (that dtype's bytes) times.
+    """
     d, h = shape.dim, shape.ffn_hidden_dim
     elems = 4 * d  # block input, norm output, second residual stream, second norm output
     if shape.attention == "mla":
         hd, r, c = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim
         elems += shape.n_heads * (hd + r) + c + r + 3 * shape.n_heads * hd  # q, latent, k, v, out
     elif shape.attention == "ssm":
-        elems += 8 * shape.ssm_inner  # x and gate, conv out, dt, B/C, scan output, gated output
+        inner = shape.ssm_inner
+        elems += 12 * inner  # x and gate, conv out, dt, their fp32 copies, scan and gated output
+        # The plain-PyTorch chunked scan keeps ~6 fp32 (inner x state) tensors per token: the
+        # clamped log-decay, both exponentials, the weighted inputs, their sum, the states.
+        elems += 6 * inner * shape.ssm_state_dim * (4 // ACTIVATION_BYTES[precision])
     else:
         elems += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
     if shape.ffn == "gelu":
@@ -72,9 +81,11 @@ def block_elements(shape: ModelShape) -> int:
     return elems
 
 
-def activation_elements(shape: ModelShape, activation_checkpointing: str) -> int:
+def activation_elements(
+    shape: ModelShape, activation_checkpointing: str, precision: str = "fp32"
+) -> int:
     """Activation elements kept per token, summed over the layers, for one checkpointing mode."""
-    block = block_elements(shape)
+    block = block_elements(shape, precision)
     n, d = shape.n_layers, shape.dim
     if activation_checkpointing == "full":
         return n * d + block
@@ -98,7 +109,7 @@ def estimate_train_memory(
     tokens = batch_size * seq_len
     activations = (
         tokens
-        * activation_elements(shape, activation_checkpointing)
+        * activation_elements(shape, activation_checkpointing, precision)
         * ACTIVATION_BYTES[precision]
         / tp_degree
     )

@@ -311,14 +311,6 @@ QUESTIONS: tuple[Question, ...] = (
         computed=True,
     ),
     Question(
-        "block_elements",
-        "int",
-        "Activation elements one block keeps per token for its backward.",
-        default=rules.block_elements_of,
-        default_jinja=rules.JINJA_BLOCK_ELEMENTS,
-        computed=True,
-    ),
-    Question(
         "batch_size",
         "int",
         "Sequences per device per step in the starting config (from the model_size preset).",
@@ -377,6 +369,14 @@ QUESTIONS: tuple[Question, ...] = (
         validator_jinja=rules.JINJA_CHECK_LOSS_SCALING,
         when=lambda a: a["precision"] == "fp16",
         when_jinja="{{ precision == 'fp16' }}",
+    ),
+    Question(
+        "block_elements",
+        "int",
+        "Activation elements one block keeps per token for its backward (in the autocast dtype's units).",
+        default=rules.block_elements_of,
+        default_jinja=rules.JINJA_BLOCK_ELEMENTS,
+        computed=True,
     ),
     Question(
         "gpus_per_node",

@@ -494,7 +494,7 @@ def param_count(a: Answers) -> int:
 
 
 def block_elements_of(a: Answers) -> int:
-    return block_elements(shape_of(a))
+    return block_elements(shape_of(a), a["precision"])
 
 
 JINJA_PARAM_COUNT = (
@@ -519,7 +519,9 @@ JINJA_BLOCK_ELEMENTS = (
     "{% set hd = dim // n_heads %}{% set h = ffn_hidden_dim %}"
     "{% if attention == 'mla' %}"
     "{% set mixer = n_heads * (hd + hd // 2) + kv_latent_dim + hd // 2 + 3 * n_heads * hd %}"
-    "{% elif attention == 'ssm' %}{% set mixer = 8 * " + str(SSM_EXPAND) + " * dim %}"
+    "{% elif attention == 'ssm' %}{% set inner = " + str(SSM_EXPAND) + " * dim %}"
+    "{% set mixer = 12 * inner + 6 * inner * ssm_state_dim"
+    " * (4 // {'fp32': 4, 'bf16': 2, 'fp16': 2, 'fp8': 2}[precision]) %}"
     "{% else %}{% set mixer = 2 * dim + 2 * n_kv_heads * hd %}{% endif %}"
     "{% if ffn == 'gelu' %}{% set f = 2 * h %}"
     "{% elif ffn == 'moe' %}{% set f = top_k * 4 * h + n_experts %}"
