@@ -118,12 +118,13 @@ def plot_roofline(
     if not points:
         log.warning("no matmul with a FLOP count in the profile: no roofline plot")
         return False
-    low = min(min(p.intensity for p in points), ridge(peak_tflops, bandwidth_tbps)) / 4
-    high = max(max(p.intensity for p in points), ridge(peak_tflops, bandwidth_tbps)) * 4
+    knee = ridge(peak_tflops, bandwidth_tbps)
+    low = min(min(p.intensity for p in points), knee) / 4
+    high = max(max(p.intensity for p in points), knee) * 4
     xs = [low * (high / low) ** (i / 99) for i in range(100)]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     ax.plot(xs, [attainable_tflops(x, peak_tflops, bandwidth_tbps) for x in xs], color="black")
-    ax.axvline(ridge(peak_tflops, bandwidth_tbps), color="grey", linestyle=":", linewidth=1)
+    ax.axvline(knee, color="grey", linestyle=":", linewidth=1)
     total = sum(p.seconds for p in points)
     for point in points:
         size = 20 + 400 * point.seconds / total  # area: share of the matmul time
