@@ -40,6 +40,7 @@ PAGES: dict[str, tuple[str, ...]] = {
         "position",
         "norm",
         "qk_norm",
+        "more_capacity",
         "ffn",
         *rules.SHAPE_KEYS,
         "window_size",

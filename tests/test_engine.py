@@ -7,6 +7,7 @@ import functools
 import pytest
 
 from tmd import rules
+from tmd.flops import train_flops_per_token
 from tmd.memory import estimate_train_memory
 from tmd.plan import AnswerError, explain, resolve
 from tmd.presets import PRESETS, count_params
@@ -37,8 +38,49 @@ def test_fp8_is_allowed_on_hopper_and_later(acc):
 
 
 def test_attention_default_switches_to_a_window_past_8k():
-    assert rules.suggest_attention({"seq_len": 8192}).choice == "gqa"
-    assert rules.suggest_attention({"seq_len": 8193}).choice == "sliding_window"
+    assert rules.suggest_attention({"seq_len": 8192, "model_size": "tiny"}).choice == "gqa"
+    assert rules.suggest_attention({"seq_len": 8193, "model_size": "tiny"}).choice == (
+        "sliding_window"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model_size", "layers"), [("tiny", 4), ("small", 12), ("large", 32), ("xl", 80)]
+)
+def test_attention_default_is_an_ssm_past_the_reach_of_stacked_windows(model_size, layers):
+    # Each layer reaches one window (capped at 4096 tokens) further back.
+    reach = layers * rules.MAX_WINDOW
+    assert rules.windowed_reach({"model_size": model_size}) == reach
+    at_reach = resolve({"model_size": model_size, "seq_len": reach, "accelerator": "cpu"})
+    assert at_reach["attention"] == "sliding_window"
+    assert at_reach["window_size"] == rules.MAX_WINDOW
+    past = resolve({"model_size": model_size, "seq_len": reach + 1, "accelerator": "cpu"})
+    assert past["attention"] == "ssm"
+    # The rest of the flow follows the SSM: no position code, no qk-norm, research deployment.
+    assert (past["position"], past["qk_norm"], past["deployment"]) == ("none", False, "research")
+
+
+def test_an_ssm_past_32k_gets_no_ring_attention():
+    given = {"seq_len": 40000, "gpus_per_node": 2, "accelerator": "h100"}
+    assert resolve({**given, "attention": "gqa"})["context_parallel"]
+    ssm = resolve(given)
+    assert ssm["attention"] == "ssm" and not ssm["context_parallel"]
+    assert not explain(ssm).notes
+
+
+def test_more_capacity_makes_the_ffn_a_mixture_of_experts():
+    dense, sparse = resolve({}), resolve({"more_capacity": True})
+    assert (dense["ffn"], sparse["ffn"]) == ("swiglu", "moe")
+    # Capacity grows with the experts, compute per token with top-k only.
+    assert sparse["param_count"] > 3 * dense["param_count"]
+    flops = {
+        a["ffn"]: train_flops_per_token(rules.shape_of(a), a["seq_len"]) for a in (dense, sparse)
+    }
+    assert flops["moe"] < 2 * flops["swiglu"]
+    # An explicit answer still wins, and DESIGN.md shows the rule's pick beside it.
+    chosen = resolve({"more_capacity": True, "ffn": "swiglu"})
+    row = next(r for r in explain(chosen).rows if r.decision == "FFN")
+    assert (row.choice, row.suggested) == ("swiglu", "moe")
 
 
 def test_param_count_matches_a_hand_count():

@@ -17,6 +17,8 @@ Answers = dict[str, Any]
 PROMPTS = {
     "control_flow": "Does the model have data-dependent control flow (early exit, variable-length "
     "loops, conditional layers)?",
+    "more_capacity": "Does the model need more capacity (parameters) than its compute per token "
+    "pays for?",
     "stage": "Is the architecture still changing (research), or settled and throughput-critical "
     "(production)?",
 }

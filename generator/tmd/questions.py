@@ -163,7 +163,8 @@ QUESTIONS: tuple[Question, ...] = (
         "attention",
         "str",
         "Attention variant. GQA is the default (smaller KV cache, near-MHA quality); past 8K "
-        "tokens a sliding window keeps cost linear in T.",
+        "tokens a sliding window keeps cost linear in T, and past what the stacked windows "
+        "reach (layers x window) an SSM carries the whole sequence in its state.",
         choices=(
             _c("mha", "MHA (one K/V head per query head)"),
             _c("gqa", "GQA (K/V heads shared by groups of query heads)"),
@@ -215,6 +216,14 @@ QUESTIONS: tuple[Question, ...] = (
         validator_jinja=rules.JINJA_CHECK_QK_NORM,
     ),
     Question(
+        "more_capacity",
+        "bool",
+        "Does the model need more capacity (parameters) than its compute per token pays for, "
+        "e.g. many domains or languages on a fixed FLOP budget? Yes makes the feed-forward a "
+        "sparse mixture of experts.",
+        default=False,
+    ),
+    Question(
         "ffn",
         "str",
         "Feed-forward block. SwiGLU gates the hidden layer and beats a GELU MLP at equal "
@@ -224,7 +233,8 @@ QUESTIONS: tuple[Question, ...] = (
             _c("gelu", "GELU MLP"),
             _c("moe", "sparse mixture of experts (top-k routing)"),
         ),
-        default="swiglu",
+        default=rules.suggest_ffn,
+        default_jinja=rules.JINJA_SUGGEST_FFN,
         decision="FFN",
     ),
     *(

@@ -20,6 +20,7 @@ from .presets import PRESETS, SSM_CONV, SSM_EXPAND, ModelShape, count_params
 Answers = dict[str, Any]
 
 LONG_SEQUENCE = 8192  # past this, quadratic attention dominates (skill, Phase 1)
+MAX_WINDOW = 4096  # Mistral's window
 CONTEXT_PARALLEL_SEQUENCE = 32768  # past this, split the sequence across GPUs (Phase 3)
 DEEP_MODEL_LAYERS = 64  # "very deep": pipeline stages across nodes pay off
 MAX_TP_DEGREE = 8  # TP stays inside one NVLink domain
@@ -149,12 +150,32 @@ JINJA_CHECK_SEQ_LEN = (
 )
 
 
+def windowed_reach(a: Answers) -> int:
+    """Tokens a stack of sliding windows connects: each layer reaches one window further back.
+
+    The default window grows with the sequence (a quarter of it) up to MAX_WINDOW, so what
+    bounds the reach is the preset's depth times that cap (the depth is what the flow knows
+    when it asks for the attention variant).
+    """
+    return PRESETS[a["model_size"]].shape.n_layers * MAX_WINDOW
+
+
 def suggest_attention(a: Answers) -> Decision:
+    if a["seq_len"] > LONG_SEQUENCE and a["seq_len"] > windowed_reach(a):
+        return Decision(
+            "ssm",
+            f"seq_len={a['seq_len']} is past {LONG_SEQUENCE} tokens and past the "
+            f"{windowed_reach(a)} tokens that {PRESETS[a['model_size']].shape.n_layers} layers "
+            "of sliding windows can connect: the first tokens would be out of the last ones' "
+            "reach. A selective state-space mixer carries the whole sequence in its recurrent "
+            "state at a cost linear in T, and decodes from a fixed-size state.",
+        )
     if a["seq_len"] > LONG_SEQUENCE:
         return Decision(
             "sliding_window",
             f"Past {LONG_SEQUENCE} tokens the T² attention cost dominates; a sliding window "
-            "keeps it linear in T for a small loss in quality.",
+            f"keeps it linear in T for a small loss in quality, and its stacked layers still "
+            f"reach {windowed_reach(a)} tokens back.",
         )
     return Decision(
         "gqa",
@@ -163,8 +184,14 @@ def suggest_attention(a: Answers) -> Decision:
     )
 
 
+def _jinja_preset(field: str) -> str:
+    return repr({name: getattr(p.shape, field) for name, p in PRESETS.items()}) + "[model_size]"
+
+
 JINJA_SUGGEST_ATTENTION = (
-    "{% if seq_len > " + str(LONG_SEQUENCE) + " %}sliding_window{% else %}gqa{% endif %}"
+    "{% set reach = " + _jinja_preset("n_layers") + " * " + str(MAX_WINDOW) + " %}"
+    "{% if seq_len > " + str(LONG_SEQUENCE) + " and seq_len > reach %}ssm"
+    "{% elif seq_len > " + str(LONG_SEQUENCE) + " %}sliding_window{% else %}gqa{% endif %}"
 )
 
 # --------------------------------------------------------------------------- model shape
@@ -303,7 +330,24 @@ JINJA_CHECK_QK_NORM = (
     "and the SSM mixer has none: set qk_norm=false, or pick an attention variant{% endif %}"
 )
 
-MAX_WINDOW = 4096  # Mistral's window
+
+def suggest_ffn(a: Answers) -> Decision:
+    if a["more_capacity"]:
+        return Decision(
+            "moe",
+            "More capacity than the compute per token pays for: a sparse mixture of experts "
+            "grows the parameters with the number of experts while each token runs only its "
+            "top-k, provided the router stays balanced (the auxiliary loss and the dropped-token "
+            "count in the logs watch that).",
+        )
+    return Decision(
+        "swiglu",
+        "A dense gated FFN: every parameter works on every token, the best quality per FLOP "
+        "when compute, not capacity, is the budget.",
+    )
+
+
+JINJA_SUGGEST_FFN = "{% if more_capacity %}moe{% else %}swiglu{% endif %}"
 
 
 def window_default(a: Answers) -> int:
@@ -719,10 +763,16 @@ JINJA_CHECK_PARALLELISM = (
 
 
 def context_parallel(a: Answers) -> bool:
-    return a["seq_len"] > CONTEXT_PARALLEL_SEQUENCE and world_size(a) > 1
+    """Ring attention over the sequence: attention variants only (the SSM has no K/V to pass)."""
+    return (
+        a["seq_len"] > CONTEXT_PARALLEL_SEQUENCE and world_size(a) > 1 and a["attention"] != "ssm"
+    )
 
 
-JINJA_CONTEXT_PARALLEL = "{{ seq_len > " + str(CONTEXT_PARALLEL_SEQUENCE) + " and world_size > 1 }}"
+JINJA_CONTEXT_PARALLEL = (
+    "{{ seq_len > " + str(CONTEXT_PARALLEL_SEQUENCE) + " and world_size > 1 "
+    "and attention != 'ssm' }}"
+)
 
 # --------------------------------------------------------------------------- activation checkpointing
 
