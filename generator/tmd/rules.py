@@ -161,21 +161,22 @@ def windowed_reach(a: Answers) -> int:
 
 
 def suggest_attention(a: Answers) -> Decision:
-    if a["seq_len"] > LONG_SEQUENCE and a["seq_len"] > windowed_reach(a):
-        return Decision(
-            "ssm",
-            f"seq_len={a['seq_len']} is past {LONG_SEQUENCE} tokens and past the "
-            f"{windowed_reach(a)} tokens that {PRESETS[a['model_size']].shape.n_layers} layers "
-            "of sliding windows can connect: the first tokens would be out of the last ones' "
-            "reach. A selective state-space mixer carries the whole sequence in its recurrent "
-            "state at a cost linear in T, and decodes from a fixed-size state.",
-        )
     if a["seq_len"] > LONG_SEQUENCE:
+        reach = windowed_reach(a)
+        if a["seq_len"] > reach:
+            return Decision(
+                "ssm",
+                f"seq_len={a['seq_len']} is past {LONG_SEQUENCE} tokens and past the {reach} "
+                f"tokens that {PRESETS[a['model_size']].shape.n_layers} layers of sliding "
+                "windows can connect: the first tokens would be out of the last ones' reach. A "
+                "selective state-space mixer carries the whole sequence in its recurrent state "
+                "at a cost linear in T, and decodes from a fixed-size state.",
+            )
         return Decision(
             "sliding_window",
             f"Past {LONG_SEQUENCE} tokens the T² attention cost dominates; a sliding window "
             f"keeps it linear in T for a small loss in quality, and its stacked layers still "
-            f"reach {windowed_reach(a)} tokens back.",
+            f"reach {reach} tokens back.",
         )
     return Decision(
         "gqa",
@@ -184,14 +185,15 @@ def suggest_attention(a: Answers) -> Decision:
     )
 
 
-def _jinja_preset(field: str) -> str:
-    return repr({name: getattr(p.shape, field) for name, p in PRESETS.items()}) + "[model_size]"
+def jinja_preset(key: str) -> str:
+    """Jinja for the model_size preset's value of a shape field."""
+    return repr({name: getattr(p.shape, key) for name, p in PRESETS.items()}) + "[model_size]"
 
 
 JINJA_SUGGEST_ATTENTION = (
-    "{% set reach = " + _jinja_preset("n_layers") + " * " + str(MAX_WINDOW) + " %}"
-    "{% if seq_len > " + str(LONG_SEQUENCE) + " and seq_len > reach %}ssm"
-    "{% elif seq_len > " + str(LONG_SEQUENCE) + " %}sliding_window{% else %}gqa{% endif %}"
+    "{% if seq_len > " + str(LONG_SEQUENCE) + " %}"
+    "{% if seq_len > " + jinja_preset("n_layers") + " * " + str(MAX_WINDOW) + " %}ssm"
+    "{% else %}sliding_window{% endif %}{% else %}gqa{% endif %}"
 )
 
 # --------------------------------------------------------------------------- model shape
@@ -209,12 +211,12 @@ def shape_default(a: Answers, key: str) -> int:
 
 
 def jinja_shape_default(key: str) -> str:
-    table = {name: getattr(p.shape, key) for name, p in PRESETS.items()}
+    preset = jinja_preset(key)
     if key == "n_kv_heads":
-        return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + repr(table) + "[model_size]) }}"
+        return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + preset + ") }}"
     if key == "ffn_hidden_dim":
-        return "{{ 4 * dim if ffn == 'gelu' else " + repr(table) + "[model_size] }}"
-    return "{{ " + repr(table) + "[model_size] }}"
+        return "{{ 4 * dim if ffn == 'gelu' else " + preset + " }}"
+    return "{{ " + preset + " }}"
 
 
 def check_shape(a: Answers, key: str) -> str | None:
