@@ -94,7 +94,8 @@ def test_param_count_matches_a_hand_count():
 
 
 def test_memory_estimate_by_hand():
-    shape = PRESETS["large"].shape
+    shape = PRESETS["large"].shape  # d 4096, 32 layers, 32 heads (hd 128), kv 1024, h 14336
+    d, kv, h, layers, tokens = 4096, 1024, 14336, 32, 4096
     estimate = functools.partial(
         estimate_train_memory,
         shape,
@@ -104,15 +105,31 @@ def test_memory_estimate_by_hand():
         shard_degree=8,
         tp_degree=1,
     )
-    est = estimate(activation_checkpointing="none")
+    rope_rows = 2 * 2048 * 64 * 4  # fp32 cos and sin, head_dim / 2 each
+    # FSDP2 casts the weights: every activation is bf16, one copy per norm output.
+    sharded = estimate(activation_checkpointing="none", autocast=False)
     params = count_params(shape)
-    assert est.state_bytes == params * 16 / 8
-    block = 6 * 4096 + 2 * 1024 + 4 * 14336
-    assert est.activation_bytes == 4096 * 32 * block * 2
-    assert est.logit_bytes == 4096 * 128256 * 8
-    full = estimate(activation_checkpointing="full")
-    assert full.activation_bytes == 4096 * (32 * 4096 + block) * 2
-    assert full.activation_bytes < est.activation_bytes / 10
+    assert sharded.state_bytes == params * 16 / 8
+    # residual (block input, mid-block stream) + norm outputs + q, out, k, v + SwiGLU's four
+    block = (2 * d + 2 * d + 2 * d + 2 * kv + 4 * h) * 2
+    head = (d + d) * 2  # the final norm's input, the head's input
+    assert sharded.activation_bytes == tokens * (layers * block + head) + rope_rows
+    assert sharded.weight_copy_bytes == 0
+    assert sharded.logit_bytes == tokens * 128256 * 8
+    full = estimate(activation_checkpointing="full", autocast=False)
+    assert full.activation_bytes == tokens * (layers * d * 2 + block + head) + rope_rows
+    assert full.activation_bytes < sharded.activation_bytes / 10
+    # Autocast keeps the fp32 residual stream and saves a bf16 copy of each norm output per
+    # Linear that reads it (wq, wk, wv; w1, w3), and a bf16 copy of every matmul weight.
+    cast = estimate(activation_checkpointing="none")
+    block = 2 * d * 4 + (3 * d + 2 * d + 2 * kv + 2 * d + 4 * h) * 2
+    head = d * 4 + d * 2
+    assert cast.activation_bytes == tokens * (layers * block + head) + rope_rows
+    assert cast.weight_copy_bytes == (params - 128256 * d) * 2
+    # On a CPU the composite RMSNorm also keeps its normalised input: one more fp32 tensor
+    # per norm (two per block, and the final one).
+    cpu = estimate(activation_checkpointing="none", cpu=True)
+    assert cpu.activation_bytes - cast.activation_bytes == tokens * (layers * 2 + 1) * d * 4
 
 
 def test_parallelism_tree_walks_fit_then_shard_then_tp_then_pp():

@@ -6,15 +6,33 @@ The model is simple on purpose and stated in full, so a person can check it by h
   = 16 bytes per parameter. FSDP2 shards it over every rank (data x tensor x pipeline ranks
   = the world); DDP and a single device keep all of it.
 - activations: per token and layer, what autograd saves for the backward of a pre-norm block
-  with fused attention (no T x T score matrix is kept): the block input, norm output, second
-  residual stream and its norm output (4·d), then the mixer's tensors (q, k, v and the
-  attention output; MLA's latent and per-head K/V; the SSM's inner streams and the chunked
-  scan's fp32 (inner x state) tensors) and the FFN's
-  (SwiGLU: 4·hidden; GELU: 2·hidden; MoE: top_k routed SwiGLU copies and the router logits).
-  See block_elements. Stored in the autocast dtype. Full checkpointing keeps only each block's input
-  plus one block's activations while it is recomputed; selective checkpointing wraps every
-  second block. Tensor parallel with sequence parallel splits activations by the TP degree.
+  with fused attention (no T x T score matrix is kept). Three dtypes are involved:
+
+  * the residual stream (block input and the stream after the mixer, which the norms keep):
+    fp32 under autocast, because the weights and the embeddings are fp32; the compute dtype
+    under FSDP2, whose MixedPrecisionPolicy casts the weights themselves;
+  * the compute dtype for everything a matmul produces or reads: the norm outputs, the
+    mixer's tensors (q, k, v and the attention output; MLA's latent and per-head K/V; the
+    SSM's inner streams) and the FFN's (SwiGLU: 4·hidden; GELU: 2·hidden; MoE: the routed
+    copies at the capacity factor). Autocast casts per call, so a norm output read by three
+    projections is saved as three low-precision copies (q, k and v), by two for SwiGLU;
+  * fp32 for what the model upcasts on purpose: QK-norm and MLA's latent norm, the MoE
+    router's probabilities, the SSM scan's (inner x state) tensors.
+
+  Full checkpointing keeps only each block's input plus one block's activations while it is
+  recomputed; selective checkpointing wraps every second block. Tensor parallel with
+  sequence parallel splits activations by the TP degree. After the blocks, the final norm's
+  input and the head's input are kept once per token.
+- per step, whatever the batch: autocast's low-precision copies of every matmul weight
+  (cached for the forward and saved for the backward); for ALiBi one additive bias of
+  heads x T x T per layer, which the fused attention kernels keep for their backward; for
+  RoPE the cos/sin rows of the sequence.
 - logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
+
+On a CPU (``accelerator=cpu``) two PyTorch kernels save more: RMSNorm has no fused CPU kernel,
+and its composite form keeps an fp32 upcast of its input and the normalised input; MLA's attention, whose value heads
+are narrower than its keys, runs SDPA's math path, which keeps the (heads, T, T)
+probabilities and q, k, v in fp32.
 
 Pipeline parallel does not change this figure: 1F1B keeps as many micro-batches in flight on
 the first stage as there are stages, each over 1/pp of the layers. Its gain is communication.
@@ -33,6 +51,7 @@ ACTIVATION_BYTES = {
     "fp16": 2,
     "fp8": 2,
 }  # fp8 training keeps bf16 activations
+FP32 = 4
 LOGIT_BYTES_PER_ENTRY = 8
 GB = 1e9
 
@@ -42,57 +61,137 @@ class MemoryEstimate:
     params: int
     state_bytes: float
     activation_bytes: float
+    weight_copy_bytes: float
     logit_bytes: float
 
     @property
     def total_bytes(self) -> float:
-        return self.state_bytes + self.activation_bytes + self.logit_bytes
+        return self.state_bytes + self.activation_bytes + self.weight_copy_bytes + self.logit_bytes
 
     @property
     def total_gb(self) -> float:
         return self.total_bytes / GB
 
 
-def block_elements(shape: ModelShape, precision: str = "fp32") -> int:
-    """Activation elements one block keeps per token for its backward (no checkpointing).
+def residual_bytes(precision: str, autocast: bool) -> int:
+    """Bytes per element of the residual stream: fp32 under autocast, else the compute dtype."""
+    return FP32 if autocast else ACTIVATION_BYTES[precision]
 
-    In units of the autocast dtype of ``precision``: the SSM's scan runs in fp32, so each of
-    its elements counts 4 / (that dtype's bytes) times.
+
+def block_bytes(
+    shape: ModelShape, precision: str, seq_len: int, *, autocast: bool = True, cpu: bool = False
+) -> float:
+    """Bytes one block keeps per token for its backward (no checkpointing).
+
+    ``autocast``: the weights stay fp32 and ops cast their inputs (a single device, DDP);
+    False: the weights are cast once, as FSDP2's MixedPrecisionPolicy does. ``cpu``: with
+    PyTorch's CPU kernels (see the module docstring).
     """
     d, h = shape.dim, shape.ffn_hidden_dim
-    elems = 4 * d  # block input, norm output, second residual stream, second norm output
+    a, r = ACTIVATION_BYTES[precision], residual_bytes(precision, autocast)
+    per_call = r != a  # autocast: each Linear saves its own low-precision copy of its input
+    # The norms keep their input: the block input and the mid-block stream. The composite
+    # RMSNorm of the CPU keeps an fp32 upcast of it and the normalised input, in any dtype.
+    composite = cpu and shape.norm == "rmsnorm"
+    residual = 0 if composite else 2 * d
+    fp32 = 2 * 2 * d if composite else 0
+    compute = 2 * d  # one copy of each norm output
+    copies = 0  # further copies of the norm outputs under autocast
+    qk = shape.n_heads * shape.head_dim + shape.kv_dim
     if shape.attention == "mla":
-        hd, r, c = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim
-        elems += shape.n_heads * (hd + r) + c + r + 3 * shape.n_heads * hd  # q, latent, k, v, out
+        hd, rope, c, heads = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim, shape.n_heads
+        qkv = 2 * heads * (hd + rope) + heads * hd  # q, k (content + RoPE), v
+        compute += heads * hd + c  # attention output; the normed latent w_uk and w_uv read
+        copies += 2 * d + c  # wq, w_dkv, w_kr read the norm output; w_uk, w_uv the latent
+        fp32 += c * (2 if cpu else 1)  # the latent's RMSNorm runs in fp32
+        if cpu:  # math SDPA: q, k, v upcast to fp32 and the probabilities
+            fp32 += qkv + heads * seq_len
+        else:
+            compute += qkv
+        qk = heads * hd * 2
     elif shape.attention == "ssm":
         inner = shape.ssm_inner
-        elems += 12 * inner  # x and gate, conv out, dt, their fp32 copies, scan and gated output
+        compute += 12 * inner  # x and gate, conv out, dt, their fp32 copies, scan, gated output
         # The plain-PyTorch chunked scan keeps ~6 fp32 (inner x state) tensors per token: the
         # clamped log-decay, both exponentials, the weighted inputs, their sum, the states.
-        elems += 6 * inner * shape.ssm_state_dim * (4 // ACTIVATION_BYTES[precision])
+        fp32 += 6 * inner * shape.ssm_state_dim
     else:
-        elems += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
+        compute += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
+        copies += 2 * d  # wq, wk and wv each cast the norm output
+        w = shape.window_size
+        if shape.attention == "sliding_window" and seq_len > 2 * w:
+            compute += 2 * shape.kv_dim + 2 * w  # keys and values of two blocks; the band mask
+    if shape.qk_norm and shape.attention != "ssm":
+        fp32 += qk * (2 if cpu else 1)  # QK-norm (RMSNorm) runs in fp32, its weights' dtype
     if shape.ffn == "gelu":
-        elems += 2 * h
+        compute += 2 * h
     elif shape.ffn == "moe":
-        elems += shape.top_k * 4 * h + shape.n_experts  # routed copies through SwiGLU experts
+        k, slots = shape.top_k, shape.capacity_factor * shape.top_k
+        residual += 2 * k * d  # the tokens gathered per assignment, the weighted outputs
+        compute += k * d + slots * (d + 4 * h)  # expert outputs; the capacity-padded SwiGLUs
+        copies += slots * d  # the expert buffer, cast once for w1 and once for w3
+        fp32 += shape.n_experts  # router probabilities
     else:
-        elems += 4 * h  # w1 and w3 outputs, their product, the w2 input
-    return elems
+        compute += 4 * h  # w1 and w3 outputs, their product, the w2 input
+        copies += d  # w1 and w3 each cast the norm output
+    return r * residual + a * (compute + (copies if per_call else 0)) + FP32 * fp32
 
 
-def activation_elements(
-    shape: ModelShape, activation_checkpointing: str, precision: str = "fp32"
+def head_bytes(
+    shape: ModelShape, precision: str, *, autocast: bool = True, cpu: bool = False
 ) -> int:
-    """Activation elements kept per token, summed over the layers, for one checkpointing mode."""
-    block = block_elements(shape, precision)
-    n, d = shape.n_layers, shape.dim
+    """Bytes kept per token after the blocks: the final norm's input and the head's input."""
+    composite = cpu and shape.norm == "rmsnorm"  # fp32 upcast and normalised input
+    kept = 2 * FP32 if composite else residual_bytes(precision, autocast)
+    return shape.dim * (kept + ACTIVATION_BYTES[precision])
+
+
+def activation_bytes_per_token(
+    shape: ModelShape,
+    activation_checkpointing: str,
+    precision: str,
+    seq_len: int,
+    *,
+    autocast: bool = True,
+    cpu: bool = False,
+) -> float:
+    """Bytes kept per token over all layers and the head, for one checkpointing mode."""
+    block = block_bytes(shape, precision, seq_len, autocast=autocast, cpu=cpu)
+    n, kept = shape.n_layers, shape.dim * residual_bytes(precision, autocast)  # a block input
     if activation_checkpointing == "full":
-        return n * d + block
-    if activation_checkpointing == "selective":
+        blocks = n * kept + block
+    elif activation_checkpointing == "selective":
         wrapped = n // 2
-        return wrapped * d + (n - wrapped) * block + (block if wrapped else 0)
-    return n * block
+        blocks = wrapped * kept + (n - wrapped) * block + (block if wrapped else 0)
+    else:
+        blocks = n * block
+    return blocks + head_bytes(shape, precision, autocast=autocast, cpu=cpu)
+
+
+def matmul_params(shape: ModelShape) -> int:
+    """Parameters that matmuls read, which autocast copies: all but the embedding tables."""
+    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
+    return count_params(shape) - shape.vocab_size * shape.dim - positions
+
+
+def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = True) -> int:
+    """Autocast's cached low-precision copy of every matmul weight, held through the step."""
+    a = ACTIVATION_BYTES[precision]
+    return matmul_params(shape) * a if autocast and a < FP32 else 0
+
+
+def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
+    """Position tensors kept per step, whatever the batch.
+
+    ALiBi: an additive (heads, T, T) bias per layer in the compute dtype. RoPE: the fp32
+    cos and sin rows of the T positions, shared by every layer.
+    """
+    if shape.position == "alibi":
+        return shape.n_layers * shape.n_heads * seq_len * seq_len * ACTIVATION_BYTES[precision]
+    if shape.position == "rope" and shape.attention != "ssm":
+        rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
+        return 2 * seq_len * (rotated // 2) * FP32
+    return 0
 
 
 def estimate_train_memory(
@@ -104,18 +203,19 @@ def estimate_train_memory(
     shard_degree: int,
     tp_degree: int,
     activation_checkpointing: str,
+    autocast: bool = True,
+    cpu: bool = False,
 ) -> MemoryEstimate:
     params = count_params(shape)
     tokens = batch_size * seq_len
-    activations = (
-        tokens
-        * activation_elements(shape, activation_checkpointing, precision)
-        * ACTIVATION_BYTES[precision]
-        / tp_degree
+    per_token = activation_bytes_per_token(
+        shape, activation_checkpointing, precision, seq_len, autocast=autocast, cpu=cpu
     )
+    activations = tokens * per_token + position_bytes(shape, precision, seq_len)
     return MemoryEstimate(
         params=params,
         state_bytes=params * STATE_BYTES_PER_PARAM / shard_degree,
-        activation_bytes=activations,
+        activation_bytes=activations / tp_degree,
+        weight_copy_bytes=weight_copy_bytes(shape, precision, autocast=autocast) / tp_degree,
         logit_bytes=tokens * shape.vocab_size * LOGIT_BYTES_PER_ENTRY / tp_degree,
     )

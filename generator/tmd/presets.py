@@ -30,6 +30,8 @@ class ModelShape:
     n_experts: int = 0  # MoE
     top_k: int = 0  # MoE: experts per token
     ssm_state_dim: int = 16  # SSM: N, the state size per channel
+    window_size: int = 0  # sliding-window attention: keys each query sees
+    capacity_factor: float = 1.0  # MoE: expert slots over an even share of the assignments
 
     @property
     def head_dim(self) -> int:

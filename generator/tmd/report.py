@@ -20,6 +20,11 @@ def memory_report(plan: Plan) -> str:
     cap = rules.capacity_bytes(a)
     budget = "no fixed budget (CPU)" if cap is None else f"{cap / 1e9:.1f} GB usable per device"
     chosen = rules.memory_for(a, a["parallelism"], a["activation_checkpointing"])
+    copies = (
+        f"autocast weight copies {chosen.weight_copy_bytes / 1e9:.1f} + "
+        if chosen.weight_copy_bytes
+        else ""
+    )
     lines = [
         f"Model: {plan.params / 1e6:,.1f}M parameters, seq_len {a['seq_len']}, "
         f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
@@ -28,7 +33,8 @@ def memory_report(plan: Plan) -> str:
         "(6 per matmul weight + the attention score matmuls, causal half not discounted).",
         f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
-        f"activations {chosen.activation_bytes / 1e9:.1f} + logits {chosen.logit_bytes / 1e9:.1f}.",
+        f"activations {chosen.activation_bytes / 1e9:.1f} + {copies}logits "
+        f"{chosen.logit_bytes / 1e9:.1f}.",
         "",
         "| Parallelism | Checkpointing | GB per device | Fits |",
         "|-------------|---------------|---------------|------|",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .hardware import ACCELERATORS, FP8_ACCELERATORS, USABLE_MEMORY_FRACTION
-from .memory import MemoryEstimate, block_elements, estimate_train_memory
+from .memory import MemoryEstimate, block_bytes, estimate_train_memory
 from .presets import PRESETS, SSM_CONV, SSM_EXPAND, ModelShape, count_params
 
 Answers = dict[str, Any]
@@ -532,6 +532,8 @@ def shape_of(a: Answers) -> ModelShape:
         n_experts=a["n_experts"],
         top_k=a["top_k"],
         ssm_state_dim=a["ssm_state_dim"],
+        window_size=a["window_size"],
+        capacity_factor=a["capacity_factor"],
     )
 
 
@@ -539,8 +541,18 @@ def param_count(a: Answers) -> int:
     return count_params(shape_of(a))
 
 
-def block_elements_of(a: Answers) -> int:
-    return block_elements(shape_of(a), a["precision"])
+def autocast_of(parallelism: str) -> bool:
+    """Autocast (fp32 weights, per-op casts) unless FSDP2 casts the weights themselves."""
+    return not parallelism.startswith("fsdp2")
+
+
+def block_bytes_of(a: Answers, autocast: bool = True) -> float:
+    cpu = a["accelerator"] == "cpu"
+    return block_bytes(shape_of(a), a["precision"], a["seq_len"], autocast=autocast, cpu=cpu)
+
+
+def block_bytes_sharded(a: Answers) -> float:
+    return block_bytes_of(a, autocast=False)
 
 
 JINJA_PARAM_COUNT = (
@@ -561,19 +573,44 @@ JINJA_PARAM_COUNT = (
     "{{ n_layers * (mixer + f + 2 * norm_p) + 2 * vocab_size * d + norm_p + positions }}"
 )
 
-JINJA_BLOCK_ELEMENTS = (
-    "{% set hd = dim // n_heads %}{% set h = ffn_hidden_dim %}"
-    "{% if attention == 'mla' %}"
-    "{% set mixer = n_heads * (hd + hd // 2) + kv_latent_dim + hd // 2 + 3 * n_heads * hd %}"
-    "{% elif attention == 'ssm' %}{% set inner = " + str(SSM_EXPAND) + " * dim %}"
-    "{% set mixer = 12 * inner + 6 * inner * ssm_state_dim"
-    " * (4 // {'fp32': 4, 'bf16': 2, 'fp16': 2, 'fp8': 2}[precision]) %}"
-    "{% else %}{% set mixer = 2 * dim + 2 * n_kv_heads * hd %}{% endif %}"
-    "{% if ffn == 'gelu' %}{% set f = 2 * h %}"
-    "{% elif ffn == 'moe' %}{% set f = top_k * 4 * h + n_experts %}"
-    "{% else %}{% set f = 4 * h %}{% endif %}"
-    "{{ 4 * dim + mixer + f }}"
-)
+BYTES_JINJA = repr({"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2})
+
+
+def _jinja_block_bytes(autocast: str) -> str:
+    """memory.block_bytes in Jinja, for an autocast expression (True: single device and DDP)."""
+    return (
+        "{% set d = dim %}{% set h = ffn_hidden_dim %}{% set hd = dim // n_heads %}"
+        "{% set kv = n_kv_heads * hd %}{% set a = " + BYTES_JINJA + "[precision] %}"
+        "{% set r = 4 if " + autocast + " else a %}{% set cpu = accelerator == 'cpu' %}"
+        "{% set composite = cpu and norm == 'rmsnorm' %}{% set residual = 0 if composite else 2 * d %}"
+        "{% set fp32 = 4 * d if composite else 0 %}{% set compute = 2 * d %}{% set copies = 0 %}"
+        "{% set qk = n_heads * hd + kv %}"
+        "{% if attention == 'mla' %}{% set c = kv_latent_dim %}"
+        "{% set qkv = 2 * n_heads * (hd + hd // 2) + n_heads * hd %}"
+        "{% set compute = compute + n_heads * hd + c %}{% set copies = copies + 2 * d + c %}"
+        "{% set fp32 = fp32 + c * (2 if cpu else 1) %}"
+        "{% if cpu %}{% set fp32 = fp32 + qkv + n_heads * seq_len %}"
+        "{% else %}{% set compute = compute + qkv %}{% endif %}{% set qk = 2 * n_heads * hd %}"
+        "{% elif attention == 'ssm' %}{% set inner = " + str(SSM_EXPAND) + " * d %}"
+        "{% set compute = compute + 12 * inner %}"
+        "{% set fp32 = fp32 + 6 * inner * ssm_state_dim %}"
+        "{% else %}{% set compute = compute + 2 * d + 2 * kv %}{% set copies = copies + 2 * d %}"
+        "{% if attention == 'sliding_window' and seq_len > 2 * window_size %}"
+        "{% set compute = compute + 2 * kv + 2 * window_size %}{% endif %}{% endif %}"
+        "{% if qk_norm and attention != 'ssm' %}{% set fp32 = fp32 + qk * (2 if cpu else 1) %}"
+        "{% endif %}"
+        "{% if ffn == 'gelu' %}{% set compute = compute + 2 * h %}"
+        "{% elif ffn == 'moe' %}{% set slots = capacity_factor * top_k %}"
+        "{% set residual = residual + 2 * top_k * d %}"
+        "{% set compute = compute + top_k * d + slots * (d + 4 * h) %}"
+        "{% set copies = copies + slots * d %}{% set fp32 = fp32 + n_experts %}"
+        "{% else %}{% set compute = compute + 4 * h %}{% set copies = copies + d %}{% endif %}"
+        "{{ r * residual + a * (compute + (copies if r != a else 0)) + 4 * fp32 }}"
+    )
+
+
+JINJA_BLOCK_BYTES = _jinja_block_bytes("True")
+JINJA_BLOCK_BYTES_SHARDED = _jinja_block_bytes("False")
 
 
 def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
@@ -586,6 +623,8 @@ def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> M
         shard_degree=shard,
         tp_degree=tp,
         activation_checkpointing=activation_checkpointing,
+        autocast=autocast_of(parallelism),
+        cpu=a["accelerator"] == "cpu",
     )
 
 
@@ -646,19 +685,32 @@ def suggest_parallelism(a: Answers) -> Decision:
 
 
 def _jinja_memory(parallelism: str, ac: str) -> str:
-    """Jinja statements setting `mem` (bytes per device) for a parallelism and AC expression."""
+    """Jinja statements setting `mem` (bytes per device) for a parallelism and AC expression.
+
+    memory.estimate_train_memory in Jinja; the blocks' bytes are the computed answers.
+    """
     return (
         "{% set p = " + parallelism + " %}{% set ac = " + ac + " %}"
         "{% set tp = tp_degree if 'tp' in p else 1 %}"
         "{% set shard = world_size if p.startswith('fsdp2') else 1 %}"
-        "{% set params = param_count %}{% set block = block_elements %}"
-        "{% set wrapped = n_layers // 2 %}"
-        "{% set elems = {'none': n_layers * block, 'full': n_layers * dim + block,"
-        " 'selective': wrapped * dim + (n_layers - wrapped) * block + (block if wrapped else 0)}[ac] %}"
+        "{% set params = param_count %}{% set autocast = not p.startswith('fsdp2') %}"
+        "{% set block = block_bytes if autocast else block_bytes_sharded %}"
+        "{% set a = " + BYTES_JINJA + "[precision] %}{% set r = 4 if autocast else a %}"
+        "{% set kept = dim * r %}{% set wrapped = n_layers // 2 %}"
+        "{% set per_token = {'none': n_layers * block, 'full': n_layers * kept + block,"
+        " 'selective': wrapped * kept + (n_layers - wrapped) * block + (block if wrapped else 0)}[ac] %}"
+        "{% set composite = accelerator == 'cpu' and norm == 'rmsnorm' %}"
+        "{% set per_token = per_token + dim * ((8 if composite else r) + a) %}"
+        "{% set hd = dim // n_heads %}{% set rotated = hd // 2 if attention == 'mla' else hd %}"
+        "{% if position == 'alibi' %}{% set positions = n_layers * n_heads * seq_len * seq_len * a %}"
+        "{% elif position == 'rope' and attention != 'ssm' %}"
+        "{% set positions = 2 * seq_len * (rotated // 2) * 4 %}"
+        "{% else %}{% set positions = 0 %}{% endif %}"
+        "{% set table = seq_len * dim if position == 'learned' else 0 %}"
+        "{% set copies = (params - vocab_size * dim - table) * a if autocast and a < 4 else 0 %}"
         "{% set tokens = batch_size * seq_len %}"
-        "{% set mem = params * 16 / shard + tokens * elems * "
-        + repr({"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2})
-        + "[precision] / tp + tokens * vocab_size * 8 / tp %}"
+        "{% set mem = params * 16 / shard + (tokens * per_token + positions) / tp + copies / tp"
+        " + tokens * vocab_size * 8 / tp %}"
     )
 
 

@@ -97,15 +97,21 @@ def _components(r: ProfileResult) -> list[str]:
 
 
 def _memory(r: ProfileResult) -> list[str]:
-    e, a = r.estimate, r.allocated
+    e, a, saved = r.estimate, r.allocated, r.saved_activations
+    sequences = r.tokens_per_step // r.seq_len
     rows = [
         ["weights", human_bytes(e.weight_bytes), human_bytes(a["weights"])],
         ["gradients", human_bytes(e.grad_bytes), human_bytes(a["grads"])],
         ["optimizer state (AdamW)", human_bytes(e.optimizer_bytes), human_bytes(a["optimizer"])],
         [
-            "activations saved for backward, no checkpointing",
+            f"activations saved for backward, {sequences} sequence(s), no checkpointing",
             human_bytes(r.estimate_no_checkpointing),
-            human_bytes(r.saved_activation_bytes),
+            human_bytes(saved.batch_bytes(sequences)) if saved else "not measured",
+        ],
+        [
+            "kept once per step (weight copies, position tables)",
+            human_bytes(e.weight_copy_bytes + e.position_bytes),
+            human_bytes(saved.step_bytes()) if saved else "not measured",
         ],
         [
             f"activations, checkpointing={r.activation_checkpointing}",
@@ -120,8 +126,10 @@ def _memory(r: ProfileResult) -> list[str]:
         "",
         f"Measured peak from {r.peak_memory_source}, of {human_bytes(r.device_memory_bytes)} "
         "on the device. Weights, gradients and optimizer state are measured as the bytes of "
-        "their storages; saved activations as the tensors autograd keeps, on one sequence in "
-        "eager mode, times the sequences per device.",
+        "their storages; saved activations as the tensors autograd keeps in eager mode, at one "
+        "and two sequences: the difference times the sequences per device, and what is left "
+        "as the part a step keeps once (autocast's weight copies, position tables). The "
+        "loss's saved log-softmax belongs to the logits row.",
     ]
     if r.memory_at_peak:
         parts = ", ".join(f"{k} {human_bytes(v)}" for k, v in r.memory_at_peak.items())
