@@ -120,7 +120,10 @@ def block_bytes(
         copies += 2 * d  # wq, wk and wv each cast the norm output
         w = shape.window_size
         if shape.attention == "sliding_window" and seq_len > 2 * w:
-            compute += 2 * shape.kv_dim + 2 * w  # keys and values of two blocks; the band mask
+            # Keys and values of two blocks, and the band's mask (ALiBi's: one per head), which
+            # SDPA keeps in the compute dtype.
+            band = shape.n_heads * 2 * w if shape.position == "alibi" else 2 * w
+            compute += 2 * shape.kv_dim + band
     if shape.qk_norm and shape.attention != "ssm":
         fp32 += qk * (2 if cpu else 1)  # QK-norm (RMSNorm) runs in fp32, its weights' dtype
     if shape.ffn == "gelu":
@@ -183,11 +186,20 @@ def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = Tru
 def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     """Position tensors kept per step, whatever the batch.
 
-    ALiBi: an additive (heads, T, T) bias per layer in the compute dtype. RoPE: the fp32
-    cos and sin rows of the T positions, shared by every layer.
+    ALiBi: an additive (heads, T, T) bias in the compute dtype, built once per forward and
+    shared by the layers. Sliding-window attention builds its bias in each layer: over the
+    sequence up to two windows long, per block beyond (``block_bytes`` counts those).
+    RoPE: the fp32 cos and sin rows of the T positions, shared by every layer.
     """
     if shape.position == "alibi":
-        return shape.n_layers * shape.n_heads * seq_len * seq_len * ACTIVATION_BYTES[precision]
+        a = ACTIVATION_BYTES[precision]
+        if shape.attention != "sliding_window":
+            return shape.n_heads * seq_len * seq_len * a
+        return (
+            0
+            if seq_len > 2 * shape.window_size
+            else shape.n_layers * shape.n_heads * seq_len**2 * a
+        )
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
         return 2 * seq_len * (rotated // 2) * FP32
