@@ -25,14 +25,12 @@ The model is simple on purpose and stated in full, so a person can check it by h
   input and the head's input are kept once per token.
 - per step, whatever the batch: autocast's low-precision copies of every matmul weight
   (cached for the forward and saved for the backward); for ALiBi one additive bias of
-  heads x T x T per layer, which the fused attention kernels keep for their backward; for
-  RoPE the cos/sin rows of the sequence.
+  heads x T x T shared by the layers (one per layer with sliding windows), which the fused
+  attention kernels keep for their backward; for RoPE the cos/sin rows of the sequence.
 - logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
 
-On a CPU (``accelerator=cpu``) two PyTorch kernels save more: RMSNorm has no fused CPU kernel,
-and its composite form keeps an fp32 upcast of its input and the normalised input; MLA's attention, whose value heads
-are narrower than its keys, runs SDPA's math path, which keeps the (heads, T, T)
-probabilities and q, k, v in fp32.
+On a CPU (``accelerator=cpu``) RMSNorm saves more: it has no fused CPU kernel, and its
+composite form keeps an fp32 upcast of its input and the normalised input.
 
 Pipeline parallel does not change this figure: 1F1B keeps as many micro-batches in flight on
 the first stage as there are stages, each over 1/pp of the layers. Its gain is communication.
@@ -100,14 +98,11 @@ def block_bytes(
     qk = shape.n_heads * shape.head_dim + shape.kv_dim
     if shape.attention == "mla":
         hd, rope, c, heads = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim, shape.n_heads
-        qkv = 2 * heads * (hd + rope) + heads * hd  # q, k (content + RoPE), v
-        compute += heads * hd + c  # attention output; the normed latent w_uk and w_uv read
+        qkv = 3 * heads * (hd + rope)  # q, k (content + RoPE) and v, padded to the keys' width
+        # SDPA's padded output, the slice of it wo reads, the normed latent w_uk and w_uv read
+        compute += qkv + heads * (hd + rope) + heads * hd + c
         copies += 2 * d + c  # wq, w_dkv, w_kr read the norm output; w_uk, w_uv the latent
         fp32 += c * (2 if cpu else 1)  # the latent's RMSNorm runs in fp32
-        if cpu:  # math SDPA: q, k, v upcast to fp32 and the probabilities
-            fp32 += qkv + heads * seq_len
-        else:
-            compute += qkv
         qk = heads * hd * 2
     elif shape.attention == "ssm":
         inner = shape.ssm_inner
