@@ -115,10 +115,7 @@ def block_bytes(
         copies += 2 * d  # wq, wk and wv each cast the norm output
         w = shape.window_size
         if shape.attention == "sliding_window" and seq_len > 2 * w:
-            # Keys and values of two blocks, and the band's mask (ALiBi's: one per head), which
-            # SDPA keeps in the compute dtype.
-            band = shape.n_heads * 2 * w if shape.position == "alibi" else 2 * w
-            compute += 2 * shape.kv_dim + band
+            compute += 2 * shape.kv_dim  # keys and values of two blocks
     if shape.qk_norm and shape.attention != "ssm":
         fp32 += qk * (2 if cpu else 1)  # QK-norm (RMSNorm) runs in fp32, its weights' dtype
     if shape.ffn == "gelu":
@@ -179,26 +176,28 @@ def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = Tru
 
 
 def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
-    """Position tensors kept per step, whatever the batch.
+    """Position tensors and attention masks kept per step, whatever the batch.
 
-    ALiBi: an additive (heads, T, T) bias in the compute dtype, built once per forward and
-    shared by the layers. Sliding-window attention builds its bias in each layer: over the
-    sequence up to two windows long, per block beyond (``block_bytes`` counts those).
-    RoPE: the fp32 cos and sin rows of the T positions, shared by every layer.
+    RoPE: the fp32 cos and sin rows of the T positions, shared by every layer. ALiBi: an
+    additive (heads, T, T) bias in the compute dtype, built once per forward and shared by
+    the layers. Sliding windows: each layer's mask, which SDPA keeps in the compute dtype
+    (ALiBi's per head): over the whole sequence up to two windows long; beyond, the first
+    block's causal (w, w) bias (ALiBi only; a plain causal block needs no mask) and one
+    (w, 2w) band that every later block shares.
     """
-    if shape.position == "alibi":
-        a = ACTIVATION_BYTES[precision]
-        if shape.attention != "sliding_window":
-            return shape.n_heads * seq_len * seq_len * a
-        return (
-            0
-            if seq_len > 2 * shape.window_size
-            else shape.n_layers * shape.n_heads * seq_len**2 * a
-        )
+    a = ACTIVATION_BYTES[precision]
+    alibi = shape.position == "alibi"
+    tables = 0
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
-        return 2 * seq_len * (rotated // 2) * FP32
-    return 0
+        tables = 2 * seq_len * (rotated // 2) * FP32
+    if shape.attention == "sliding_window":
+        heads, w = (shape.n_heads if alibi else 1), shape.window_size
+        mask = seq_len**2 if seq_len <= 2 * w else (3 if alibi else 2) * w * w
+        return tables + shape.n_layers * heads * mask * a
+    if alibi:
+        return shape.n_heads * seq_len * seq_len * a
+    return tables
 
 
 def estimate_train_memory(
