@@ -116,6 +116,13 @@ def test_memory_estimate_by_hand():
     assert sharded.activation_bytes == tokens * (layers * block + head) + rope_rows
     assert sharded.weight_copy_bytes == 0
     assert sharded.logit_bytes == tokens * 128256 * 8
+    assert sharded.unsharded_bytes == 0  # a replicated or single-device layout gathers nothing
+    # FSDP2 also holds, in bf16, the root unit (embeddings, final norm, head: never
+    # resharded after the forward) and two blocks (the one in its backward, the prefetched).
+    gathered = estimate(activation_checkpointing="none", autocast=False, fsdp=True)
+    root = 2 * 128256 * d + d
+    assert gathered.unsharded_bytes == (root + 2 * (params - root) / layers) * 2
+    assert gathered.total_bytes == sharded.total_bytes + gathered.unsharded_bytes
     full = estimate(activation_checkpointing="full", autocast=False)
     assert full.activation_bytes == tokens * (layers * d * 2 + block + head) + rope_rows
     assert full.activation_bytes < sharded.activation_bytes / 10

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .presets import ModelShape, count_params
+from .presets import ModelShape, count_params, norm_params
 
 STATE_BYTES_PER_PARAM = 16
 ACTIVATION_BYTES = {
@@ -61,10 +61,17 @@ class MemoryEstimate:
     activation_bytes: float
     weight_copy_bytes: float
     logit_bytes: float
+    unsharded_bytes: float = 0.0  # FSDP2's gathered weights: the root unit's and two blocks'
 
     @property
     def total_bytes(self) -> float:
-        return self.state_bytes + self.activation_bytes + self.weight_copy_bytes + self.logit_bytes
+        return (
+            self.state_bytes
+            + self.activation_bytes
+            + self.weight_copy_bytes
+            + self.logit_bytes
+            + self.unsharded_bytes
+        )
 
     @property
     def total_gb(self) -> float:
@@ -200,6 +207,18 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     return tables
 
 
+def unsharded_bytes(shape: ModelShape, precision: str) -> float:
+    """FSDP2's unsharded weights, in the compute dtype, when the backward starts.
+
+    The root unit (embeddings, final norm, head) is not resharded after the forward; the
+    last block is gathered again for its backward and the next one is prefetched.
+    """
+    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
+    root = 2 * shape.vocab_size * shape.dim + norm_params(shape) + positions
+    block = (count_params(shape) - root) / shape.n_layers
+    return (root + 2 * block) * ACTIVATION_BYTES[precision]
+
+
 def estimate_train_memory(
     shape: ModelShape,
     *,
@@ -211,6 +230,7 @@ def estimate_train_memory(
     activation_checkpointing: str,
     autocast: bool = True,
     cpu: bool = False,
+    fsdp: bool = False,
 ) -> MemoryEstimate:
     params = count_params(shape)
     tokens = batch_size * seq_len
@@ -224,4 +244,5 @@ def estimate_train_memory(
         activation_bytes=activations / tp_degree,
         weight_copy_bytes=weight_copy_bytes(shape, precision, autocast=autocast) / tp_degree,
         logit_bytes=tokens * shape.vocab_size * LOGIT_BYTES_PER_ENTRY / tp_degree,
+        unsharded_bytes=unsharded_bytes(shape, precision) / tp_degree if fsdp else 0.0,
     )

@@ -25,6 +25,11 @@ def memory_report(plan: Plan) -> str:
         if chosen.weight_copy_bytes
         else ""
     )
+    gathered = (
+        f" + FSDP2's unsharded weights {chosen.unsharded_bytes / 1e9:.1f}"
+        if chosen.unsharded_bytes
+        else ""
+    )
     lines = [
         f"Model: {plan.params / 1e6:,.1f}M parameters, seq_len {a['seq_len']}, "
         f"{a['batch_size']} sequences per device, {rules.world_size(a)} device(s) on "
@@ -34,7 +39,7 @@ def memory_report(plan: Plan) -> str:
         f"Chosen layout {a['parallelism']} + {a['activation_checkpointing']} checkpointing: "
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
         f"activations {chosen.activation_bytes / 1e9:.1f} + {copies}logits "
-        f"{chosen.logit_bytes / 1e9:.1f}.",
+        f"{chosen.logit_bytes / 1e9:.1f}{gathered}.",
         "",
         "| Parallelism | Checkpointing | GB per device | Fits |",
         "|-------------|---------------|---------------|------|",

@@ -623,6 +623,7 @@ def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> M
         activation_checkpointing=activation_checkpointing,
         autocast=autocast_of(parallelism),
         cpu=a["accelerator"] == "cpu",
+        fsdp=parallelism.startswith("fsdp2"),
     )
 
 
@@ -710,8 +711,10 @@ def _jinja_memory(parallelism: str, ac: str) -> str:
         "{% set table = seq_len * dim if position == 'learned' else 0 %}"
         "{% set copies = (params - vocab_size * dim - table) * a if autocast and a < 4 else 0 %}"
         "{% set tokens = batch_size * seq_len %}"
+        "{% set root = 2 * vocab_size * dim + (2 * dim if norm == 'layernorm' else dim) + table %}"
+        "{% set gathered = (root + 2 * (params - root) / n_layers) * a if p.startswith('fsdp2') else 0 %}"
         "{% set mem = params * 16 / shard + (tokens * per_token + positions) / tp + copies / tp"
-        " + tokens * vocab_size * 8 / tp %}"
+        " + tokens * vocab_size * 8 / tp + gathered / tp %}"
     )
 
 
