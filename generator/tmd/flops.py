@@ -13,7 +13,7 @@ depthwise convolution counts like a Linear, 2 FLOPs per weight per token.
 
 from __future__ import annotations
 
-from .presets import ModelShape, count_params, norm_params
+from .presets import ModelShape, count_params, norm_params, position_table_params
 
 # The numbers are not matmul weights: norm gains, the SSM's A_log, D and biases.
 
@@ -21,9 +21,7 @@ from .presets import ModelShape, count_params, norm_params
 def matmul_params(shape: ModelShape) -> int:
     """Weights that multiply activations, per token actually used (top-k experts only)."""
     d, n = shape.dim, shape.n_layers
-    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape)
-    if shape.position == "learned":
-        other += shape.max_seq_len * d
+    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape) + position_table_params(shape)
     if shape.qk_norm and shape.attention != "ssm":
         other += 2 * shape.head_dim * n
     if shape.attention == "mla":

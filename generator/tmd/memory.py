@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .presets import ModelShape, count_params, norm_params
+from .presets import ModelShape, count_params, position_table_params, root_params
 
 STATE_BYTES_PER_PARAM = 16
 ACTIVATION_BYTES = {
@@ -170,16 +170,15 @@ def activation_bytes_per_token(
     return blocks + head_bytes(shape, precision, autocast=autocast, cpu=cpu)
 
 
-def matmul_params(shape: ModelShape) -> int:
-    """Parameters that matmuls read, which autocast copies: all but the embedding tables."""
-    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
-    return count_params(shape) - shape.vocab_size * shape.dim - positions
+def autocast_params(shape: ModelShape) -> int:
+    """Parameters that autocast copies, the ones matmuls read: all but the embedding tables."""
+    return count_params(shape) - shape.vocab_size * shape.dim - position_table_params(shape)
 
 
 def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = True) -> int:
     """Autocast's cached low-precision copy of every matmul weight, held through the step."""
     a = ACTIVATION_BYTES[precision]
-    return matmul_params(shape) * a if autocast and a < FP32 else 0
+    return autocast_params(shape) * a if autocast and a < FP32 else 0
 
 
 def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
@@ -213,8 +212,7 @@ def unsharded_bytes(shape: ModelShape, precision: str) -> float:
     The root unit (embeddings, final norm, head) is not resharded after the forward; the
     last block is gathered again for its backward and the next one is prefetched.
     """
-    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
-    root = 2 * shape.vocab_size * shape.dim + norm_params(shape) + positions
+    root = root_params(shape)
     block = (count_params(shape) - root) / shape.n_layers
     return (root + 2 * block) * ACTIVATION_BYTES[precision]
 

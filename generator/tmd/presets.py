@@ -126,13 +126,17 @@ def norm_params(shape: ModelShape) -> int:
     return 2 * shape.dim if shape.norm == "layernorm" else shape.dim
 
 
+def position_table_params(shape: ModelShape) -> int:
+    """The learned position embedding's table (no parameters for the other positions)."""
+    return shape.max_seq_len * shape.dim if shape.position == "learned" else 0
+
+
+def root_params(shape: ModelShape) -> int:
+    """Parameters outside the blocks: token embedding, head, final norm, position table."""
+    return 2 * shape.vocab_size * shape.dim + norm_params(shape) + position_table_params(shape)
+
+
 def count_params(shape: ModelShape) -> int:
     """Parameters: untied embedding and head, bias-free projections, the block norms."""
     per_layer = mixer_params(shape) + ffn_params(shape) + 2 * norm_params(shape)
-    positions = shape.max_seq_len * shape.dim if shape.position == "learned" else 0
-    return (
-        shape.n_layers * per_layer
-        + 2 * shape.vocab_size * shape.dim
-        + norm_params(shape)
-        + positions
-    )
+    return shape.n_layers * per_layer + root_params(shape)
