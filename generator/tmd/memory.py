@@ -25,8 +25,9 @@ The model is simple on purpose and stated in full, so a person can check it by h
   input and the head's input are kept once per token.
 - per step, whatever the batch: autocast's low-precision copies of every matmul weight
   (cached for the forward and saved for the backward); for ALiBi one additive bias of
-  heads x T x T shared by the layers (one per layer with sliding windows), which the fused
-  attention kernels keep for their backward; for RoPE the cos/sin rows of the sequence.
+  heads x T x T shared by the layers, and for sliding windows one mask shared by the layers
+  (T x T up to two windows, then one block's w x 2w band), which the fused attention
+  kernels keep for their backward; for RoPE the cos/sin rows of the sequence.
 - logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
 
 On a CPU (``accelerator=cpu``) RMSNorm saves more: it has no fused CPU kernel, and its
@@ -186,10 +187,9 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
 
     RoPE: the fp32 cos and sin rows of the T positions, shared by every layer. ALiBi: an
     additive (heads, T, T) bias in the compute dtype, built once per forward and shared by
-    the layers. Sliding windows: each layer's mask, which SDPA keeps in the compute dtype
-    (ALiBi's per head): over the whole sequence up to two windows long; beyond, the first
-    block's causal (w, w) bias (ALiBi only; a plain causal block needs no mask) and one
-    (w, 2w) band that every later block shares.
+    the layers. Sliding windows: one additive mask in the compute dtype (ALiBi's per head),
+    also shared by the layers: over the whole sequence up to two windows long; beyond, the
+    (w, 2w) band of one block, whose right half is the first block's causal (w, w) mask.
     """
     a = ACTIVATION_BYTES[precision]
     alibi = shape.position == "alibi"
@@ -199,8 +199,8 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
         tables = 2 * seq_len * (rotated // 2) * FP32
     if shape.attention == "sliding_window":
         heads, w = (shape.n_heads if alibi else 1), shape.window_size
-        mask = seq_len**2 if seq_len <= 2 * w else (3 if alibi else 2) * w * w
-        return tables + shape.n_layers * heads * mask * a
+        mask = seq_len**2 if seq_len <= 2 * w else 2 * w * w
+        return tables + heads * mask * a
     if alibi:
         return shape.n_heads * seq_len * seq_len * a
     return tables
