@@ -126,10 +126,10 @@ def test_memory_estimate_by_hand():
     full = estimate(activation_checkpointing="full", autocast=False)
     assert full.activation_bytes == tokens * (layers * d * 2 + block + head) + rope_rows
     assert full.activation_bytes < sharded.activation_bytes / 10
-    # Autocast keeps the fp32 residual stream and saves a bf16 copy of each norm output per
-    # Linear that reads it (wq, wk, wv; w1, w3), and a bf16 copy of every matmul weight.
+    # Autocast keeps the fp32 residual stream, one bf16 copy of each norm output (the block
+    # casts it once for q, k and v, once for w1 and w3), and a bf16 copy of every matmul weight.
     cast = estimate(activation_checkpointing="none")
-    block = 2 * d * 4 + (3 * d + 2 * d + 2 * kv + 2 * d + 4 * h) * 2
+    block = 2 * d * 4 + (2 * d + 2 * d + 2 * kv + 4 * h) * 2
     head = d * 4 + d * 2
     assert cast.activation_bytes == tokens * (layers * block + head) + rope_rows
     assert cast.weight_copy_bytes == (params - 128256 * d) * 2

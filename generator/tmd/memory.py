@@ -14,8 +14,9 @@ The model is simple on purpose and stated in full, so a person can check it by h
   * the compute dtype for everything a matmul produces or reads: the norm outputs, the
     mixer's tensors (q, k, v and the attention output; MLA's latent and per-head K/V; the
     SSM's inner streams) and the FFN's (SwiGLU: 4·hidden; GELU: 2·hidden; MoE: the routed
-    copies at the capacity factor). Autocast casts per call, so a norm output read by three
-    projections is saved as three low-precision copies (q, k and v), by two for SwiGLU;
+    copies at the capacity factor). Autocast would cast a tensor in every matmul that reads
+    it and keep each copy; the blocks cast each norm output once (the experts their buffer),
+    so every matmul input is kept once;
   * fp32 for what the model upcasts on purpose: QK-norm and MLA's latent norm, the MoE
     router's probabilities, the SSM scan's (inner x state) tensors.
 
@@ -95,21 +96,18 @@ def block_bytes(
     """
     d, h = shape.dim, shape.ffn_hidden_dim
     a, r = ACTIVATION_BYTES[precision], residual_bytes(precision, autocast)
-    per_call = r != a  # autocast: each Linear saves its own low-precision copy of its input
     # The norms keep their input: the block input and the mid-block stream. The composite
     # RMSNorm of the CPU keeps an fp32 upcast of it and the normalised input, in any dtype.
     composite = cpu and shape.norm == "rmsnorm"
     residual = 0 if composite else 2 * d
     fp32 = 2 * 2 * d if composite else 0
-    compute = 2 * d  # one copy of each norm output
-    copies = 0  # further copies of the norm outputs under autocast
+    compute = 2 * d  # the norm outputs, cast once for the matmuls that read them
     qk = shape.n_heads * shape.head_dim + shape.kv_dim
     if shape.attention == "mla":
         hd, rope, c, heads = shape.head_dim, shape.rope_head_dim, shape.kv_latent_dim, shape.n_heads
         qkv = 3 * heads * (hd + rope)  # q, k (content + RoPE) and v, padded to the keys' width
         # SDPA's padded output, the slice of it wo reads, the normed latent w_uk and w_uv read
         compute += qkv + heads * (hd + rope) + heads * hd + c
-        copies += 2 * d + c  # wq, w_dkv, w_kr read the norm output; w_uk, w_uv the latent
         fp32 += c * (2 if cpu else 1)  # the latent's RMSNorm runs in fp32
         qk = heads * hd * 2
     elif shape.attention == "ssm":
@@ -120,7 +118,6 @@ def block_bytes(
         fp32 += 6 * inner * shape.ssm_state_dim
     else:
         compute += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
-        copies += 2 * d  # wq, wk and wv each cast the norm output
         w = shape.window_size
         if shape.attention == "sliding_window" and seq_len > 2 * w:
             compute += 2 * shape.kv_dim  # keys and values of two blocks
@@ -132,12 +129,10 @@ def block_bytes(
         k, slots = shape.top_k, shape.capacity_factor * shape.top_k
         residual += 2 * k * d  # the tokens gathered per assignment, the weighted outputs
         compute += k * d + slots * (d + 4 * h)  # expert outputs; the capacity-padded SwiGLUs
-        copies += slots * d  # the expert buffer, cast once for w1 and once for w3
         fp32 += shape.n_experts  # router probabilities
     else:
         compute += 4 * h  # w1 and w3 outputs, their product, the w2 input
-        copies += d  # w1 and w3 each cast the norm output
-    return r * residual + a * (compute + (copies if per_call else 0)) + FP32 * fp32
+    return r * residual + a * compute + FP32 * fp32
 
 
 def head_bytes(
