@@ -28,7 +28,8 @@ The model is simple on purpose and stated in full, so a person can check it by h
   (cached for the forward and saved for the backward); for ALiBi one additive bias of
   heads x T x T shared by the layers, and for sliding windows one mask shared by the layers
   (T x T up to two windows, then one block's w x 2w band), which the fused attention
-  kernels keep for their backward; for RoPE the cos/sin rows of the sequence.
+  kernels keep for their backward; for RoPE the cos/sin tables, whose rows the rotation's
+  backward keeps as views.
 - logits: fp32 logits and their gradient, 8 bytes per token and vocabulary entry (split by TP).
 
 On a CPU (``accelerator=cpu``) RMSNorm saves more: it has no fused CPU kernel, and its
@@ -180,7 +181,8 @@ def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = Tru
 def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     """Position tensors and attention masks kept per step, whatever the batch.
 
-    RoPE: the fp32 cos and sin rows of the T positions, shared by every layer. ALiBi: an
+    RoPE: the fp32 cos and sin tables (max_seq_len rows, at least T), model buffers whose rows
+    the rotation's backward keeps as views, in every layer. ALiBi: an
     additive (heads, T, T) bias in the compute dtype, built once per forward and shared by
     the layers. Sliding windows: one additive mask in the compute dtype (ALiBi's per head),
     also shared by the layers: over the whole sequence up to two windows long; beyond, the
@@ -191,7 +193,7 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     tables = 0
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
-        tables = 2 * seq_len * (rotated // 2) * FP32
+        tables = 2 * max(shape.max_seq_len, seq_len) * (rotated // 2) * FP32
     if shape.attention == "sliding_window":
         heads, w = (shape.n_heads if alibi else 1), shape.window_size
         mask = seq_len**2 if seq_len <= 2 * w else 2 * w * w
