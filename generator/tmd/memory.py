@@ -18,7 +18,7 @@ The model is simple on purpose and stated in full, so a person can check it by h
     it and keep each copy; the blocks cast each norm output once (the experts their buffer),
     so every matmul input is kept once;
   * fp32 for what the model upcasts on purpose: QK-norm and MLA's latent norm, the MoE
-    router's probabilities, the SSM scan's (inner x state) tensors.
+    router's probabilities, the SSM scan's inputs and its (inner x state) tensors.
 
   Full checkpointing keeps only each block's input plus one block's activations while it is
   recomputed; selective checkpointing wraps every second block. Tensor parallel with
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .presets import ModelShape, count_params, position_table_params, root_params
+from .presets import SSM_CONV, ModelShape, count_params, position_table_params, root_params
 
 STATE_BYTES_PER_PARAM = 16
 ACTIVATION_BYTES = {
@@ -112,11 +112,15 @@ def block_bytes(
         fp32 += c * (2 if cpu else 1)  # the latent's RMSNorm runs in fp32
         qk = heads * hd * 2
     elif shape.attention == "ssm":
-        inner = shape.ssm_inner
-        compute += 12 * inner  # x and gate, conv out, dt, their fp32 copies, scan, gated output
-        # The plain-PyTorch chunked scan keeps ~6 fp32 (inner x state) tensors per token: the
-        # clamped log-decay, both exponentials, the weighted inputs, their sum, the states.
-        fp32 += 6 * inner * shape.ssm_state_dim
+        e, n, rank = shape.ssm_inner, shape.ssm_state_dim, shape.ssm_dt_rank
+        # x and gate; the conv's input, padded by SSM_CONV - 1 positions per sequence, and its
+        # output; the scan input u; x_proj's (dt, B, C); dt before its softplus; the scan's
+        # output, the gate's SiLU and their product, which out_proj reads.
+        compute += (9 + (SSM_CONV - 1) / seq_len) * e + rank + 2 * n
+        # The scan runs in fp32: dt and dt·u, and below fp32 the copies of u, B and C. Its
+        # chunks keep six (inner x state) tensors per token: the clamped log-decay, both
+        # exponentials, the weighted inputs, their running sum, the states.
+        fp32 += 6 * e * n + 2 * e + (0 if a == FP32 else e + 2 * n)
     else:
         compute += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
         w = shape.window_size
