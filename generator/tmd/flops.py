@@ -13,25 +13,15 @@ depthwise convolution counts like a Linear, 2 FLOPs per weight per token.
 
 from __future__ import annotations
 
-from .presets import ModelShape, count_params, norm_params, position_table_params
-
-# The numbers are not matmul weights: norm gains, the SSM's A_log, D and biases.
+from .presets import ModelShape, matmul_weights
 
 
 def matmul_params(shape: ModelShape) -> int:
     """Weights that multiply activations, per token actually used (top-k experts only)."""
-    d, n = shape.dim, shape.n_layers
-    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape) + position_table_params(shape)
-    if shape.qk_norm and shape.attention != "ssm":
-        other += 2 * shape.head_dim * n
-    if shape.attention == "mla":
-        other += shape.kv_latent_dim * n  # the latent's norm
-    if shape.attention == "ssm":
-        e = shape.ssm_inner
-        other += n * (e + e + e * shape.ssm_state_dim + e)  # conv and dt biases, A_log, D
-    if shape.ffn == "moe":
-        other += n * (shape.n_experts - shape.top_k) * 3 * d * shape.ffn_hidden_dim
-    return count_params(shape) - other
+    if shape.ffn != "moe":
+        return matmul_weights(shape)
+    idle = shape.n_experts - shape.top_k  # experts a token is not routed to
+    return matmul_weights(shape) - shape.n_layers * idle * 3 * shape.dim * shape.ffn_hidden_dim
 
 
 def attention_flops_per_token(shape: ModelShape, seq_len: int, window: int = 0) -> int:

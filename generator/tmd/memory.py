@@ -43,7 +43,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .presets import SSM_CONV, ModelShape, count_params, position_table_params, root_params
+from .presets import (
+    SSM_CONV,
+    ModelShape,
+    count_params,
+    matmul_weights,
+    root_params,
+)
 
 STATE_BYTES_PER_PARAM = 16
 ACTIVATION_BYTES = {
@@ -53,6 +59,7 @@ ACTIVATION_BYTES = {
     "fp8": 2,
 }  # fp8 training keeps bf16 activations
 FP32 = 4
+INDEX = 8  # bytes of an int64 position
 LOGIT_BYTES_PER_ENTRY = 8
 GB = 1e9
 
@@ -171,15 +178,10 @@ def activation_bytes_per_token(
     return blocks + head_bytes(shape, precision, autocast=autocast, cpu=cpu)
 
 
-def autocast_params(shape: ModelShape) -> int:
-    """Parameters that autocast copies, the ones matmuls read: all but the embedding tables."""
-    return count_params(shape) - shape.vocab_size * shape.dim - position_table_params(shape)
-
-
 def weight_copy_bytes(shape: ModelShape, precision: str, *, autocast: bool = True) -> int:
     """Autocast's cached low-precision copy of every matmul weight, held through the step."""
     a = ACTIVATION_BYTES[precision]
-    return autocast_params(shape) * a if autocast and a < FP32 else 0
+    return matmul_weights(shape) * a if autocast and a < FP32 else 0
 
 
 def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
@@ -191,6 +193,7 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     the layers. Sliding windows: one additive mask in the compute dtype (ALiBi's per head),
     also shared by the layers: over the whole sequence up to two windows long; beyond, the
     (w, 2w) band of one block, whose right half is the first block's causal (w, w) mask.
+    Learned positions: the T int64 positions the embedding's backward looks up again.
     """
     a = ACTIVATION_BYTES[precision]
     alibi = shape.position == "alibi"
@@ -198,6 +201,8 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
         tables = 2 * max(shape.max_seq_len, seq_len) * (rotated // 2) * FP32
+    elif shape.position == "learned":
+        tables = seq_len * INDEX  # the positions (int64), which the embedding's backward keeps
     if shape.attention == "sliding_window":
         heads, w = (shape.n_heads if alibi else 1), shape.window_size
         mask = seq_len**2 if seq_len <= 2 * w else 2 * w * w

@@ -126,6 +126,24 @@ def norm_params(shape: ModelShape) -> int:
     return 2 * shape.dim if shape.norm == "layernorm" else shape.dim
 
 
+def matmul_weights(shape: ModelShape) -> int:
+    """Weights that matmuls (and the SSM's convolution) read, every expert included.
+
+    All parameters but the embedding tables, the norm gains and, in the SSM, A_log, D and
+    the biases, which enter elementwise.
+    """
+    d, n = shape.dim, shape.n_layers
+    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape) + position_table_params(shape)
+    if shape.qk_norm and shape.attention != "ssm":
+        other += 2 * shape.head_dim * n
+    if shape.attention == "mla":
+        other += shape.kv_latent_dim * n  # the latent's norm
+    if shape.attention == "ssm":
+        e = shape.ssm_inner
+        other += n * (e + e + e * shape.ssm_state_dim + e)  # conv and dt biases, A_log, D
+    return count_params(shape) - other
+
+
 def position_table_params(shape: ModelShape) -> int:
     """The learned position embedding's table (no parameters for the other positions)."""
     return shape.max_seq_len * shape.dim if shape.position == "learned" else 0
