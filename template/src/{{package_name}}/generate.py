@@ -66,7 +66,9 @@ def decode(
     tokens = [first]
     for pos in range(start_pos, start_pos + n_tokens):
         input_pos = torch.tensor([pos], device=first.device)
-        tokens.append(decode_step(model, tokens[-1][:, None], input_pos, temperature, top_k))
+        # A copy: a CUDA-graph replay writes its output where the previous replay's was.
+        step = decode_step(model, tokens[-1][:, None], input_pos, temperature, top_k)
+        tokens.append(step.clone())
     return torch.stack(tokens[1:], dim=1)
 
 
