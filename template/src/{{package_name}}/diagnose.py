@@ -114,7 +114,8 @@ def diagnose(m: Metrics) -> Diagnosis:
 def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
     """Every applicable fix, keyed by the bottleneck it addresses, in order of payoff."""
     low_precision = s.precision in ("bf16", "fp16", "fp8")
-    fp8_capable = s.accelerator in FP8_ACCELERATORS and s.precision != "fp8"
+    family = s.accelerator.split()[0] if s.accelerator else None  # "h100 pcie" is an H100
+    fp8_capable = family in FP8_ACCELERATORS and s.precision != "fp8"
     out: dict[str, list[Recommendation]] = {key: [] for key in FALLBACK_ORDER}
 
     out[DATA].append(

@@ -16,9 +16,15 @@ import torch
 
 log = logging.getLogger(__name__)
 
-# HBM bandwidth in TB/s, from the NVIDIA datasheets: A100 SXM4 80 GB, H100 SXM5, H200 SXM,
-# HGX B200 (per GPU).
-HBM_TBPS: dict[str, float] = {"a100": 2.039, "h100": 3.35, "h200": 4.8, "b200": 8.0}
+# HBM bandwidth in TB/s, from the NVIDIA datasheets: A100 SXM4 80 GB, H100 SXM5, H100 PCIe
+# (HBM2e), H200 SXM, HGX B200 (per GPU). Keyed as flops.PEAK_TFLOPS.
+HBM_TBPS: dict[str, float] = {
+    "a100": 2.039,
+    "h100": 3.35,
+    "h100 pcie": 2.0,
+    "h200": 4.8,
+    "b200": 8.0,
+}
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
