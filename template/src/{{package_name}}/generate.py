@@ -146,6 +146,7 @@ def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
     args = (g.temperature, g.top_k)
     generate(model, prompt, g.max_new_tokens, *args, decode_step=decode_step)
 
+    # The warm-up's caches, emptied in place: the buffers the compiled step was recorded with.
     model.setup_cache(g.batch_size, g.prompt_len + g.max_new_tokens)
     synchronize(device)
     start = time.perf_counter()
