@@ -160,7 +160,7 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
         impact = "10-40% faster steps typically: fused elementwise kernels, fewer launches"
         if s.other_ops_fraction is not None:
             impact = (
-                f"fused elementwise kernels and fewer launches shrink the "
+                "fused elementwise kernels and fewer launches shrink the "
                 f"{percent(s.other_ops_fraction)} of the step spent outside matmuls and attention"
             )
         out[KERNELS].append(
