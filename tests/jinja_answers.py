@@ -15,6 +15,9 @@ from copier._jinja_ext import SandboxedEnvironment
 from jinja2 import StrictUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
+# What copier's `_folder_name` holds when the project folder is `my-model`: the engine's
+# placeholder project name, so that both sides default to the same name.
+FOLDER = {"_folder_name": "my-model"}
 
 
 @functools.cache
@@ -66,7 +69,7 @@ def choice_validator(spec: dict[str, Any], value: Any, context: dict[str, Any]) 
 
 def resolve(given: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str] | None]:
     """Answers in copier order, and the first (key, message) a validator renders, if any."""
-    context: dict[str, Any] = {}
+    context: dict[str, Any] = dict(FOLDER)
     for key, spec in copier_questions().items():
         kind = spec.get("type", "str")
         value = given[key] if key in given else cast(kind, render(spec.get("default"), context))

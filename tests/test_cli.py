@@ -27,8 +27,10 @@ BAD = [
     (["n_kv_heads=3"], "n_kv_heads=3 must divide n_heads=4"),
     (["precision=fp8", "accelerator=a100"], "fp8 needs fp8 tensor cores, which a100 lacks"),
     (["precision=fp8", "accelerator=cpu"], "fp8 needs fp8 tensor cores, which cpu lacks"),
-    (["parallelism=fsdp2_tp"], "tensor parallel needs at least 2 GPUs"),
-    (["parallelism=fsdp2_tp_pp"], "pipeline parallel needs at least 2 GPUs"),
+    (["parallelism=ddp"], "data parallel needs at least 2 GPUs"),
+    # A choice this version does not render is refused first, offering only rendered ones.
+    (["parallelism=fsdp2_tp"], "does not render it yet; choose one of: single, ddp, fsdp2"),
+    (["speculative=true"], "keep speculative=false"),
     (["precision=fp16", "loss_scaling=false"], "fp16 without loss scaling"),
     (["gpus_per_node=0"], "gpus_per_node must be at least 1"),
     (["model_size=large"], "exceeds the 72.0 GB usable on h100"),
@@ -71,6 +73,53 @@ def test_tmd_refuses_unknown_keys(tmp_path):
     assert "unknown question precison" in result.stderr
     assert "Traceback" not in result.stderr
     assert not dest.exists()
+
+
+def test_unknown_keys_are_answered_with_the_keys_a_person_can_set(tmp_path):
+    result = run([*TMD, "plan", "--data", "precison=bf16"])
+    keys = result.stderr.split("the answers you can give are: ")[1].strip().split(", ")
+    assert "precision" in keys and "n_layers" in keys  # asked, and a preset value one may set
+    assert "world_size" not in keys and "memory_gb" not in keys  # derived: never set
+
+
+@pytest.mark.parametrize("command", ["plan", "new"])
+def test_plan_and_new_refuse_a_derived_value_alike(tmp_path, command):
+    """`world_size` follows from gpus_per_node x nodes; plan accepted 7 while new refused it
+    with copier's exception text."""
+    dest = [str(tmp_path / "proj"), "--defaults"] if command == "new" else []
+    result = run([*TMD, command, *dest, "--data", "world_size=7"])
+    assert result.returncode == 2
+    assert result.stderr == (
+        "tmd: error: world_size is derived from gpus_per_node, nodes and cannot be set itself: "
+        "give those answers instead (see `tmd plan` for what they imply)\n"
+    )
+    assert not (tmp_path / "proj").exists()
+
+
+def test_the_folder_names_the_project_and_its_package(tmp_path):
+    """Two projects rendered with the defaults must not share a distribution name."""
+    dest = tmp_path / "cool-lm"
+    cmd = [*TMD, "new", str(dest), "--defaults", "--vcs-ref", "HEAD", "--allow-dirty", "-q"]
+    result = run(cmd)
+    assert result.returncode == 0, result.stderr
+    answers = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    assert (answers["project_name"], answers["package_name"]) == ("cool-lm", "cool_lm")
+    assert 'name = "cool-lm"' in (dest / "pyproject.toml").read_text()
+    assert (dest / "src" / "cool_lm" / "__main__.py").is_file()
+    # The Next hint installs what the project's README installs.
+    hint = result.stdout.strip().splitlines()[-1]
+    install = hint.split(" && ")[1]
+    assert install == "pip install -e '.[test,tensorboard]'"
+    assert install in (dest / "README.md").read_text()
+
+
+def test_plain_copier_names_the_project_after_its_folder(tmp_path):
+    dest = tmp_path / "cool-lm"
+    cmd = [*COPIER, "copy", "--defaults", "--trust", "--vcs-ref", "HEAD", "--quiet"]
+    result = run([*cmd, str(ROOT), str(dest)])
+    assert result.returncode == 0, result.stderr
+    answers = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    assert (answers["project_name"], answers["package_name"]) == ("cool-lm", "cool_lm")
 
 
 def test_tmd_refuses_a_wrong_type(tmp_path):
@@ -116,6 +165,7 @@ def test_tmd_new_defaults_renders_the_answers(tmp_path):
             "--defaults",
             "--vcs-ref",
             "HEAD",
+            "--allow-dirty",
             "-q",
             "--data",
             "project_name=Tiny LM",

@@ -296,3 +296,66 @@ def test_architecture_rules_refuse(given, message):
     messages = [q.validator(answers) for q in QUESTIONS if q.validator]
     assert any(m and message in m for m in messages), messages
     assert rules.suggest_position({"attention": "ssm"}).choice == "none"
+
+
+def test_every_derived_value_names_the_answers_it_follows_from():
+    from tmd.questions import BY_KEY, QUESTIONS
+
+    for q in QUESTIONS:
+        if not q.settable:
+            assert q.derived_from, q.key
+            assert all(key in BY_KEY and BY_KEY[key].settable for key in q.derived_from), q.key
+
+
+def _refusals():
+    """(given, message) for every refused pair of offered answers, and a sample of triples."""
+    import itertools
+    import random
+
+    from tmd.variants import factors
+
+    levels = factors()
+    space = {key: list(values) for key, values in levels.items()}
+    space["speculative"] = [False, True]
+    space["seq_len"] = [256, 9000, 40000]
+    space["model_size"] = ["tiny", "small", "large", "xl"]
+    keys = list(space)
+    combos = [
+        {a: va, b: vb}
+        for a, b in itertools.combinations(keys, 2)
+        for va in space[a]
+        for vb in space[b]
+    ]
+    rng = random.Random(0)
+    combos += [{k: rng.choice(space[k]) for k in rng.sample(keys, 3)} for _ in range(600)]
+    for given in combos:
+        try:
+            resolve(given)
+        except AnswerError as err:
+            yield given, str(err)
+
+
+def test_refusals_offer_only_choices_this_version_renders():
+    """A way out that names `key=value` must name a value that can be rendered: the guided
+    flow once sent people to server, export and int8_weight_only, none of them rendered."""
+    import re
+
+    from tmd.questions import BY_KEY
+
+    seen = 0
+    for given, message in _refusals():
+        seen += 1
+        for key, value in re.findall(r"\b([a-z_]+)=([A-Za-z0-9_]+)", message):
+            question = BY_KEY.get(key)
+            if question is None or not question.choices or given.get(key) == value:
+                continue  # not a choice, or the answer being refused, quoted back
+            assert value in question.offered_values(), (given, message)
+    assert seen > 50
+
+
+def test_the_speculative_refusal_matches_what_is_rendered():
+    from tmd.questions import BY_KEY
+
+    offered = set(BY_KEY["deployment"].offered_values()) & set(rules.SPECULATIVE_DEPLOYMENTS)
+    message = rules.check_speculative({"speculative": True, "deployment": "research"})
+    assert ("does not render yet" in message) == (not offered)

@@ -98,3 +98,116 @@ def test_a_bad_number_is_refused_at_the_prompt(script):
     seq = next(p for p in fake.prompts if p["message"].startswith("seq_len"))
     assert "positive number of tokens" in seq["validate"]("0")
     assert "expects a whole number" in seq["validate"]("many")
+
+
+# ----------------------------------------------------------------------------- a real terminal
+
+
+class Terminal:
+    """`tmd new` on a pseudo-terminal, answered keystroke by keystroke like a person would."""
+
+    PROMPT = b"\x1b[?2004h"  # prompt_toolkit switches bracketed paste on as each prompt opens
+
+    def __init__(self, cwd, *args: str):
+        import os
+        import pty
+        import sys
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become `tmd new ...` in cwd
+            os.chdir(cwd)
+            os.execv(sys.executable, [sys.executable, "-m", "tmd", "new", *args])
+        self.output = b""
+
+    def _read(self, timeout: float) -> bool:
+        import os
+        import select
+
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # the child has exited
+            raise EOFError from None
+        if not data:
+            raise EOFError
+        self.output += data
+        return True
+
+    def next_prompt(self, timeout: float = 60) -> str:
+        """Wait for the next prompt to open and settle; return its text (or raise EOFError)."""
+        import time
+
+        start = len(self.output)
+        deadline = time.time() + timeout
+        while self.PROMPT not in self.output[start:]:
+            if time.time() > deadline:
+                raise TimeoutError(self.text[-2000:])
+            self._read(0.5)
+        while self._read(0.2):  # let it finish drawing
+            pass
+        return self.output[start:].decode(errors="replace")
+
+    def send(self, keys: bytes) -> None:
+        import os
+
+        os.write(self.fd, keys)
+
+    def finish(self) -> int:
+        import os
+
+        try:
+            while True:
+                self._read(1.0)
+        except EOFError:
+            pass
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    @property
+    def text(self) -> str:
+        import re
+
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.output.decode(errors="replace"))
+
+
+def _walk_to_the_end(term: Terminal, interrupt_at: str | None = None) -> None:
+    """Take every offered default; at ``interrupt_at`` press Ctrl-C; at the end answer no."""
+    while True:
+        prompt = term.next_prompt()
+        if interrupt_at and interrupt_at in prompt:
+            term.send(b"\x03")
+            return
+        if "Render the project?" in prompt:
+            term.send(b"n\r")
+            return
+        term.send(b"\r")
+
+
+def test_a_declined_guided_render_keeps_the_answers_for_data_file(tmp_path):
+    import yaml
+
+    term = Terminal(tmp_path, "cool-lm", "--vcs-ref", "HEAD", "--allow-dirty", "-q")
+    _walk_to_the_end(term)
+    assert term.finish() == 1
+    saved = tmp_path / "cool-lm-answers.yml"
+    assert f"your answers are kept in {saved}" in term.text.replace("\r\n", " ").replace("\n", " ")
+    kept = yaml.safe_load(saved.read_text())
+    assert kept["project_name"] == "cool-lm"  # the folder's name was the offered default
+    assert resolve(kept) == resolve({"project_name": "cool-lm"})
+    # speculative decoding cannot be rendered by this version: it is stated, not asked.
+    assert "speculative: no (" in term.text and "keep speculative=false" in term.text
+    assert "Speculative decoding (a small draft" not in term.text
+    assert not (tmp_path / "cool-lm").exists()
+
+
+def test_ctrl_c_in_the_guided_flow_keeps_what_was_answered(tmp_path):
+    import yaml
+
+    term = Terminal(tmp_path, "proj", "--vcs-ref", "HEAD", "--allow-dirty")
+    _walk_to_the_end(term, interrupt_at="model_size")
+    assert term.finish() == 130
+    kept = yaml.safe_load((tmp_path / "proj-answers.yml").read_text())
+    assert kept["project_name"] == "proj" and "graph_mode" in kept and "model_size" not in kept
+    assert "no project written" in term.text

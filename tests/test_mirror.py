@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from jinja_answers import cast, copier_questions, render
+from jinja_answers import FOLDER, cast, copier_questions, render
 from jinja_answers import resolve as jinja_resolve
 from tmd import copier_yml
 from tmd.plan import AnswerError, explain, resolve
@@ -68,7 +68,8 @@ def _compare(answers):
     spec = copier_questions()
     for q in QUESTIONS:
         if callable(q.default) or q.default_jinja:
-            got = cast(q.type, render(spec[q.key]["default"], {**answers, **_picks(answers)}))
+            context = {**FOLDER, **answers, **_picks(answers)}
+            got = cast(q.type, render(spec[q.key]["default"], context))
             assert got == q.default_for(answers), (q.key, answers)
         if q.decision and callable(q.default):  # the rule's own pick, before any fallback
             pick = cast(q.type, render(spec[f"suggested_{q.key}"]["default"], answers))

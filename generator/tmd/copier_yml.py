@@ -39,24 +39,6 @@ def preset_key(question: Question) -> str:
     return f"preset_{question.key}"
 
 
-def _not_offered_validator(q: Question, value: Any) -> str:
-    """A rule the value breaks speaks first; otherwise say the value is not rendered yet."""
-    message = not_offered_message(q, value)
-    if not q.validator_jinja:
-        return message
-    return (
-        "{% set "
-        + q.key
-        + " = "
-        + repr(value)
-        + " %}{% set rule %}"
-        + q.validator_jinja
-        + "{% endset %}{% if rule | trim %}{{ rule | trim }}{% else %}"
-        + message
-        + "{% endif %}"
-    )
-
-
 def _question_entry(q: Question) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": q.type, "help": q.help}
     if q.choices:
@@ -65,10 +47,8 @@ def _question_entry(q: Question) -> dict[str, Any]:
             if c.offered:
                 choices[c.label] = c.value
             else:
-                choices[c.label] = {
-                    "value": c.value,
-                    "validator": _not_offered_validator(q, c.value),
-                }
+                # Refused before the question's rules speak, as plan.check_answer does.
+                choices[c.label] = {"value": c.value, "validator": not_offered_message(q, c.value)}
         entry["choices"] = choices
     if q.decision and callable(q.default):
         pick = suggested_key(q)

@@ -24,13 +24,13 @@ PROMPTS = {
 }
 
 
-def _ask(question: Question, answers: Answers) -> Any:
+def _ask(question: Question, answers: Answers, default: Any) -> Any:
     import questionary
 
-    default = question.default_for(answers)
     message = PROMPTS.get(question.key) or f"{question.key}: {question.help}"
     if question.choices:
-        # Choices a rule refuses stay visible but disabled, with the rule as the reason.
+        # Choices a rule refuses, or this version does not render, stay visible but disabled,
+        # with the reason.
         choices = [
             questionary.Choice(
                 c.label,
@@ -56,10 +56,29 @@ def _ask(question: Question, answers: Answers) -> Any:
     return coerce(question, raw)
 
 
-def guided(given: Answers) -> Answers:
-    """Ask every question that `given` does not fix; return `given` plus the answers asked."""
+def _only_allowed(question: Question, answers: Answers) -> tuple[bool, str] | None:
+    """For a yes/no question whose one answer a rule refuses: (the other, the rule's words)."""
+    refusals = {
+        value: check_answer(question, dict(answers, **{question.key: value}))
+        for value in (False, True)
+    }
+    allowed = [value for value, refusal in refusals.items() if not refusal]
+    if len(allowed) != 1:
+        return None
+    return allowed[0], refusals[not allowed[0]]
+
+
+def guided(chosen: Answers, defaults: Answers | None = None) -> Answers:
+    """Ask every question that ``chosen`` does not fix, adding each answer to it as it comes.
+
+    ``chosen`` holds the answers given up front and gains every answer asked, in place, so
+    that a caller still has them when the flow stops early. ``defaults`` replaces a question's
+    own default (the destination folder's name for project_name). Each answer is checked when
+    it is given: a refused choice is disabled, a refused number asked again, and a yes/no
+    question whose one answer a rule refuses is not asked at all.
+    """
+    given = dict(chosen)
     answers: Answers = {}
-    chosen: Answers = dict(given)
     for question in QUESTIONS:
         if question.key in given:
             answers[question.key] = coerce(question, given[question.key])
@@ -70,7 +89,14 @@ def guided(given: Answers) -> Answers:
             continue
         if question.key == "parallelism":
             _show_fit(answers)
-        answers[question.key] = chosen[question.key] = _ask(question, answers)
+        default = (defaults or {}).get(question.key, question.default_for(answers))
+        forced = _only_allowed(question, answers) if question.type == "bool" else None
+        if forced is not None:
+            value, reason = forced
+            print(f"  {question.key}: {'yes' if value else 'no'} ({reason})")
+        else:
+            value = _ask(question, answers, default)
+        answers[question.key] = chosen[question.key] = value
     return chosen
 
 

@@ -58,15 +58,39 @@ _TYPE_WORDS = {"int": "whole number", "float": "number", "bool": "true/false", "
 
 
 def check_answer(question: Question, answers: Answers) -> str | None:
-    """The first rule the answer breaks: choice, then the question's rule, then 'not rendered'."""
+    """The first rule the answer breaks: choice, then 'not rendered', then the question's rule.
+
+    A choice this version does not render is refused before its rules speak, so that no
+    message offers a way out that cannot be rendered either.
+    """
     value = answers[question.key]
     if question.choices and value not in question.values():
-        allowed = ", ".join(str(v) for v in question.values())
+        allowed = ", ".join(str(v) for v in question.offered_values())
         return f"{question.key}={value} is not a choice; choose one of: {allowed}"
-    message = question.validator(answers) if question.validator is not None else None
-    if not message and question.choices and value not in question.offered_values():
-        message = not_offered_message(question, value)
-    return message
+    if question.choices and value not in question.offered_values():
+        return not_offered_message(question, value)
+    return question.validator(answers) if question.validator is not None else None
+
+
+def check_keys(given: Answers) -> None:
+    """Refuse keys that are not questions, and derived values, which follow from others."""
+    unknown = sorted(set(given) - set(BY_KEY))
+    if unknown:
+        settable = ", ".join(q.key for q in QUESTIONS if q.settable)
+        raise AnswerError(
+            unknown[0],
+            f"unknown question{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; the "
+            f"answers you can give are: {settable}",
+        )
+    for key in given:
+        question = BY_KEY[key]
+        if not question.settable:
+            names = ", ".join(question.derived_from)
+            raise AnswerError(
+                key,
+                f"{key} is derived from {names} and cannot be set itself: give those answers "
+                f"instead (see `tmd plan` for what they imply)",
+            )
 
 
 def resolve(given: Answers, *, strict_keys: bool = True, validate: bool = True) -> Answers:
@@ -75,13 +99,8 @@ def resolve(given: Answers, *, strict_keys: bool = True, validate: bool = True) 
     With validate=False the answers are filled in but not checked (the mirror tests use this to
     compare rules on combinations the validators would refuse).
     """
-    unknown = sorted(set(given) - set(BY_KEY))
-    if strict_keys and unknown:
-        raise AnswerError(
-            unknown[0],
-            f"unknown question{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; the "
-            f"questions are: {', '.join(q.key for q in QUESTIONS)}",
-        )
+    if strict_keys:
+        check_keys(given)
     answers: Answers = {}
     for question in QUESTIONS:
         asked = question.when is None or question.when(answers)

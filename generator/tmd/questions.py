@@ -41,6 +41,9 @@ class Question:
     computed: bool = False  # never asked; derived, but may be set with --data
     advanced: bool = False  # a derived value a person may set; the flow does not ask it
     decision: str | None = None  # the Design Decisions row it fills, if any
+    # A computed value that is not `advanced` is pure derivation and cannot be set: these are
+    # the answers to change instead (named in the refusal).
+    derived_from: tuple[str, ...] = ()
     # When the rule picks a choice this version does not render, the default falls back to the
     # nearest one that it does (the rule's pick still shows in DESIGN.md as "(rule: X)").
     fallback: dict[Any, Any] = field(default_factory=dict)
@@ -52,6 +55,11 @@ class Question:
             if self.choices and value not in self.offered_values():
                 value = self.fallback[value]
         return value
+
+    @property
+    def settable(self) -> bool:
+        """Whether --data may give it: an asked question, or a derived value meant to be set."""
+        return not self.computed or self.advanced
 
     def values(self) -> list[Any]:
         return [c.value for c in self.choices]
@@ -80,8 +88,12 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "project_name",
         "str",
-        "Project name: the folder, the distribution name and the README title.",
+        "Project name: the distribution name and the README title (default: the name of the "
+        "folder the project is rendered into).",
+        # Without a folder (`tmd plan`) the engine has only a placeholder; copier and `tmd new`
+        # know the folder.
         default="my-model",
+        default_jinja="{{ _folder_name }}",
     ),
     Question(
         "package_name",
@@ -319,6 +331,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.param_count,
         default_jinja=rules.JINJA_PARAM_COUNT,
         computed=True,
+        derived_from=("model_size", "dim", "n_layers", "ffn_hidden_dim", "vocab_size"),
     ),
     Question(
         "batch_size",
@@ -387,6 +400,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.block_bytes_of,
         default_jinja=rules.JINJA_BLOCK_BYTES,
         computed=True,
+        derived_from=("model_size", "precision", "seq_len"),
     ),
     Question(
         "block_bytes_sharded",
@@ -395,6 +409,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.block_bytes_sharded,
         default_jinja=rules.JINJA_BLOCK_BYTES_SHARDED,
         computed=True,
+        derived_from=("model_size", "precision", "seq_len"),
     ),
     Question(
         "gpus_per_node",
@@ -417,6 +432,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.world_size,
         default_jinja=rules.JINJA_WORLD_SIZE,
         computed=True,
+        derived_from=("gpus_per_node", "nodes"),
     ),
     Question(
         "tp_degree",
@@ -426,6 +442,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.tp_degree,
         default_jinja=rules.JINJA_TP_DEGREE,
         computed=True,
+        derived_from=("gpus_per_node", "n_heads", "n_kv_heads"),
     ),
     Question(
         "pp_degree",
@@ -434,6 +451,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.pp_degree,
         default_jinja=rules.JINJA_PP_DEGREE,
         computed=True,
+        derived_from=("nodes",),
     ),
     Question(
         "capacity_bytes",
@@ -442,6 +460,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=lambda a: int(rules.capacity_bytes(a) or 0),
         default_jinja=rules.jinja_capacity(),
         computed=True,
+        derived_from=("accelerator",),
     ),
     Question(
         "parallelism",
@@ -469,6 +488,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.context_parallel,
         default_jinja=rules.JINJA_CONTEXT_PARALLEL,
         computed=True,
+        derived_from=("seq_len", "gpus_per_node", "nodes", "attention"),
     ),
     Question(
         "activation_checkpointing",
@@ -493,6 +513,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.memory_gb,
         default_jinja=rules.JINJA_MEMORY_GB,
         computed=True,
+        derived_from=("parallelism", "activation_checkpointing", "batch_size", "seq_len"),
     ),
     Question(
         "deployment",
@@ -574,6 +595,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=lambda a: rules.COMPILE_MODE[a["graph_mode"]],
         default_jinja="{{ " + repr(rules.COMPILE_MODE) + "[graph_mode] }}",
         computed=True,
+        derived_from=("graph_mode",),
     ),
     Question(
         "distill",
@@ -582,6 +604,7 @@ QUESTIONS: tuple[Question, ...] = (
         default=rules.wants_distillation,
         default_jinja="{{ 0 < latency_ms < " + str(rules.DISTILL_LATENCY_MS) + " }}",
         computed=True,
+        derived_from=("latency_ms",),
     ),
 )
 

@@ -953,17 +953,18 @@ SPECULATIVE_DEPLOYMENTS = ("server", "export")
 def check_speculative(a: Answers) -> str | None:
     if a["speculative"] and a["deployment"] not in SPECULATIVE_DEPLOYMENTS:
         return (
-            "speculative decoding speeds up serving a single request; it comes with "
-            "deployment=server or export: pick one of those, or speculative=false"
+            "speculative decoding speeds up serving a single request, so it comes with a serving "
+            "deployment (server or export), which this template version does not render yet: "
+            "keep speculative=false"
         )
     return None
 
 
 JINJA_CHECK_SPECULATIVE = (
     "{% if speculative and deployment not in " + repr(list(SPECULATIVE_DEPLOYMENTS)) + " %}"
-    "speculative decoding speeds up serving a "
-    "single request; it comes with deployment=server or export: pick one of those, or "
-    "speculative=false{% endif %}"
+    "speculative decoding speeds up serving a single request, so it comes with a serving "
+    "deployment (server or export), which this template version does not render yet: "
+    "keep speculative=false{% endif %}"
 )
 
 

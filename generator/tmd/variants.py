@@ -99,5 +99,7 @@ def covering_array() -> list[Answers]:
 
 
 def variant_name(index: int, answers: Answers) -> str:
-    parts = [answers.get(k) for k in ("parallelism", "precision", "graph_mode")]
+    """``v07-ddp-bf16-compile``: the layout, precision and graph mode the row resolves to."""
+    resolved = resolve(answers)
+    parts = [resolved[k] for k in ("parallelism", "precision", "graph_mode")]
     return f"v{index:02d}-" + "-".join(str(p) for p in parts)
