@@ -69,6 +69,8 @@ def decode(
         # A copy: a CUDA-graph replay writes its output where the previous replay's was.
         step = decode_step(model, tokens[-1][:, None], input_pos, temperature, top_k)
         tokens.append(step.clone())
+    if not n_tokens:
+        return first.new_empty(first.shape[0], 0)
     return torch.stack(tokens[1:], dim=1)
 
 
@@ -81,12 +83,30 @@ def generate(
     top_k: int = 0,
     decode_step: DecodeStep = decode_one,
 ) -> Tensor:
-    """``prompt`` (batch, prompt_len) followed by ``max_new_tokens`` generated tokens per row."""
+    """``prompt`` (batch, prompt_len) followed by ``max_new_tokens`` generated tokens per row.
+
+    The cache holds at most ``model.max_seq_len`` positions, the context the model was built
+    for. When the prompt and the new tokens do not fit, the window slides: each time the cache
+    is full, the last half of it is prefilled again as the context of what follows, so the
+    model always sees between half and all of its context. The prompt must leave room for
+    one new token.
+    """
     batch, prompt_len = prompt.shape
-    model.setup_cache(batch, prompt_len + max_new_tokens)
-    first = prefill(model, prompt, temperature, top_k)
-    rest = decode(model, first, prompt_len, max_new_tokens - 1, temperature, top_k, decode_step)
-    return torch.cat([prompt, first[:, None], rest], dim=1)
+    context_len = model.cfg.max_seq_len
+    if prompt_len >= context_len:
+        raise ValueError(f"a prompt of {prompt_len} tokens leaves no room in {context_len}")
+    cache_len = min(context_len, prompt_len + max_new_tokens)
+    pieces, context, remaining = [prompt], prompt, max_new_tokens
+    while remaining:
+        model.setup_cache(batch, cache_len)  # the same sizes again: emptied in place
+        pos = context.shape[1]
+        n = min(remaining, cache_len - pos)  # the last new token is never fed back
+        first = prefill(model, context, temperature, top_k)
+        rest = decode(model, first, pos, n - 1, temperature, top_k, decode_step)
+        pieces += [first[:, None], rest]
+        remaining -= n
+        context = torch.cat(pieces, dim=1)[:, -(context_len // 2) :]
+    return torch.cat(pieces, dim=1)
 
 
 def compiled_decode_step(device: torch.device) -> DecodeStep:
@@ -117,11 +137,26 @@ def sample_text(cfg: Config) -> list[str]:
     g = cfg.generate
     tokenizer = ByteTokenizer()
     ids = tokenizer.encode(g.prompt)
-    if not ids or len(ids) + g.max_new_tokens > cfg.model.max_seq_len:
-        raise ConfigError(
-            f"generate.prompt has {len(ids)} bytes; it needs at least 1, and with "
-            f"generate.max_new_tokens ({g.max_new_tokens}) at most model.max_seq_len "
-            f"({cfg.model.max_seq_len})"
+    context_len = cfg.model.max_seq_len
+    if not ids:
+        raise ConfigError("generate.prompt is empty: give at least one character to continue")
+    if len(ids) >= context_len:
+        log.info(
+            "generate.prompt has %d tokens; the model reads at most model.max_seq_len = %d: "
+            "continuing its last %d",
+            len(ids),
+            context_len,
+            context_len - 1,
+        )
+        ids = ids[-(context_len - 1) :]
+    if len(ids) + g.max_new_tokens > context_len:
+        log.info(
+            "the prompt (%d tokens) and generate.max_new_tokens (%d) exceed model.max_seq_len "
+            "(%d): the window slides, each new window reading the last %d tokens",
+            len(ids),
+            g.max_new_tokens,
+            context_len,
+            context_len // 2,
         )
     model, device = load_for_inference(cfg)
     decode_step = compiled_decode_step(device) if g.compile else decode_one
@@ -138,6 +173,12 @@ def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
     One untimed generation first, so that compilation and allocation are not measured.
     """
     g = cfg.generate
+    if g.prompt_len + g.max_new_tokens > cfg.model.max_seq_len:
+        raise ConfigError(
+            f"generate --bench times one fill of the cache: generate.prompt_len + "
+            f"generate.max_new_tokens = {g.prompt_len + g.max_new_tokens} must not exceed "
+            f"model.max_seq_len ({cfg.model.max_seq_len}); lower one of them"
+        )
     model, device = load_for_inference(cfg)
     decode_step = compiled_decode_step(device) if g.compile else decode_one
     generator = torch.Generator().manual_seed(cfg.train.seed)
