@@ -18,7 +18,7 @@ from .checkpoint import load_model_weights
 from .config import Config, ConfigError
 from .device import select_device, synchronize
 from .model import Transformer
-from .precision import DTYPES
+from .precision import DTYPES, precision_on
 from .tokenizer import ByteTokenizer
 from .train import init_model
 
@@ -129,7 +129,8 @@ def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
         )
     else:
         log.info("loaded the weights of step %d from %s/", step, cfg.checkpoint.dir)
-    return model.to(device=device, dtype=DTYPES[cfg.train.precision]).eval(), device
+    dtype = DTYPES[precision_on(device, cfg.train.precision)]
+    return model.to(device=device, dtype=dtype).eval(), device
 
 
 def sample_text(cfg: Config) -> list[str]:
@@ -209,5 +210,5 @@ def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
         "new_tokens": g.max_new_tokens,
         "compiled": g.compile,
         "device": device.type,
-        "dtype": str(DTYPES[cfg.train.precision]).removeprefix("torch."),
+        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
     }
