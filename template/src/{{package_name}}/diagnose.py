@@ -9,12 +9,21 @@ the ones below it: a device that waits for data shows poor MFU whatever the kern
 4. Collectives > 15% of the step?   -> communication (multi-device runs only)
 otherwise the run is compute-bound: scale out.
 
-``recommend`` turns the diagnosis into the three changes most likely to help *this* run:
-the fixes for the bottleneck found first, then the rest of the optimization map, leaving out
-whatever the run already does (bf16 when it trains in bf16, compile when it compiles).
+Two checks still count below the first yes, as nothing above them hides what they measure
+(``Diagnosis.also``): a memory peak is a peak whatever the time goes to, and waiting for
+data or slow kernels only shrink the collectives' share of the step.
+
+``recommend`` turns the diagnosis into at most three changes for *this* run: the fixes for
+the bottleneck found, then those for the checks in ``also``, leaving out whatever the run
+already does (bf16 when it trains in bf16, compile when it compiles). Nothing else fills
+the list, as a fix for a check that did not fire is no advice, and fewer than three is the
+honest answer when fewer apply. Memory in particular is only saved when it is short, past
+the memory check's threshold or out of memory: checkpointing costs recomputation, sharding
+and smaller batches cost throughput, for nothing while memory is left; and while it is
+short, nothing that needs more of it (larger batches) is suggested.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 UTILISATION_MIN = 0.80
 MEMORY_MAX = 0.90
@@ -28,9 +37,7 @@ DATA, MEMORY, KERNELS, COMMUNICATION, COMPUTE = (
     "communication",
     "compute-bound",
 )
-# After the bottleneck's own fixes: what most often pays next. Input pipelines come last, as
-# they only help a device that waits.
-FALLBACK_ORDER = (KERNELS, MEMORY, COMMUNICATION, COMPUTE, DATA)
+BOTTLENECKS = (DATA, MEMORY, KERNELS, COMMUNICATION, COMPUTE)
 FP8_ACCELERATORS = ("h100", "h200", "b200")
 
 
@@ -55,6 +62,7 @@ class Diagnosis:
     step: int  # 1-4, or 5 for compute-bound
     bottleneck: str
     evidence: str
+    also: tuple[str, ...] = ()  # lower checks that fire too and that the first one does not hide
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,23 @@ class Recommendation:
     how: str
 
 
+def memory_short(m: Metrics) -> bool:
+    return m.out_of_memory or (m.memory_fraction is not None and m.memory_fraction > MEMORY_MAX)
+
+
+def communication_heavy(m: Metrics) -> bool:
+    return m.communication_fraction is not None and m.communication_fraction > COMMUNICATION_MAX
+
+
 def diagnose(m: Metrics) -> Diagnosis:
+    """The first check that fires, and the lower ones that fire too and that it cannot hide."""
+    diagnosis = _first_check(m)
+    standing = {MEMORY: memory_short(m), COMMUNICATION: communication_heavy(m)}
+    also = tuple(b for b, fires in standing.items() if fires and b != diagnosis.bottleneck)
+    return replace(diagnosis, also=also)
+
+
+def _first_check(m: Metrics) -> Diagnosis:
     if m.utilisation < UTILISATION_MIN:
         return Diagnosis(
             1,
@@ -88,7 +112,7 @@ def diagnose(m: Metrics) -> Diagnosis:
             f"the device computes {percent(m.utilisation)} of the step "
             f"(< {percent(UTILISATION_MIN)}); the rest is spent waiting for the next batch",
         )
-    if m.out_of_memory or (m.memory_fraction is not None and m.memory_fraction > MEMORY_MAX):
+    if memory_short(m):
         used = "out of memory" if m.out_of_memory else f"{percent(m.memory_fraction)} of the device"
         return Diagnosis(2, MEMORY, f"peak memory is {used} (> {percent(MEMORY_MAX)})")
     if m.mfu is not None and m.mfu < MFU_MIN:
@@ -98,12 +122,12 @@ def diagnose(m: Metrics) -> Diagnosis:
             f"MFU is {percent(m.mfu, 1)} (< {percent(MFU_MIN)}): "
             "the kernels reach a small share of the peak",
         )
-    comm = m.communication_fraction
-    if comm is not None and comm > COMMUNICATION_MAX:
+    if communication_heavy(m):
         return Diagnosis(
             4,
             COMMUNICATION,
-            f"collectives take {percent(comm)} of the step (> {percent(COMMUNICATION_MAX)})",
+            f"collectives take {percent(m.communication_fraction)} of the step "
+            f"(> {percent(COMMUNICATION_MAX)})",
         )
     mfu = "unknown" if m.mfu is None else f"{percent(m.mfu, 1)}"
     return Diagnosis(
@@ -111,12 +135,11 @@ def diagnose(m: Metrics) -> Diagnosis:
     )
 
 
-def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
-    """Every applicable fix, keyed by the bottleneck it addresses, in order of payoff."""
+def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
+    """The fixes that apply to this run, by the bottleneck they address, in order of payoff."""
     low_precision = s.precision in ("bf16", "fp16", "fp8")
     family = s.accelerator.split()[0] if s.accelerator else None  # "h100 pcie" is an H100
-    fp8_capable = family in FP8_ACCELERATORS and s.precision != "fp8"
-    out: dict[str, list[Recommendation]] = {key: [] for key in FALLBACK_ORDER}
+    out: dict[str, list[Recommendation]] = {key: [] for key in BOTTLENECKS}
 
     out[DATA].append(
         Recommendation(
@@ -126,13 +149,10 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
             "data/__init__.py (Batches)",
         )
     )
+
     if not low_precision:
         out[MEMORY].append(
-            Recommendation(
-                "bf16 autocast",
-                "~50% of the activation memory",
-                "train.precision=bf16",
-            )
+            Recommendation("bf16 autocast", "~50% of the activation memory", "train.precision=bf16")
         )
     if s.activation_checkpointing != "full":
         step = "full" if s.activation_checkpointing == "selective" else "selective"
@@ -156,6 +176,14 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
                 "tmd update --data parallelism=fsdp2",
             )
         )
+    out[MEMORY].append(
+        Recommendation(
+            "Fewer sequences per step",
+            "activation and logit memory shrink with the batch; more steps for the same tokens",
+            "a lower train.batch_size",
+        )
+    )
+
     if s.compile == "none":
         impact = "10-40% faster steps typically: fused elementwise kernels, fewer launches"
         if s.other_ops_fraction is not None:
@@ -174,20 +202,23 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
                 "train.compile=max-autotune",
             )
         )
+    # Cheaper arithmetic: faster kernels, and more work per second once they are efficient.
+    arithmetic = []
     if s.device == "cuda" and not low_precision:
-        out[KERNELS].append(
+        arithmetic.append(
             Recommendation(
                 "bf16, which lets SDPA dispatch to FlashAttention",
-                "2-4x faster attention with memory linear in sequence length",
+                "2-4x faster attention with memory linear in sequence length, 2x TF32's matmuls",
                 "train.precision=bf16",
             )
         )
-    if fp8_capable:
+    if family in FP8_ACCELERATORS and s.precision != "fp8":
         how = "train.precision=fp8" if s.fp8_rendered else "tmd update --data precision=fp8"
-        out[KERNELS].append(
+        arithmetic.append(
             Recommendation("fp8 matmuls (torchao float8)", "~2x matmul throughput vs bf16", how)
         )
-    if s.tokens_per_device < 16384:
+    out[KERNELS] += arithmetic
+    if s.tokens_per_device < 16384 and not memory_is_short:
         out[KERNELS].append(
             Recommendation(
                 "Larger steps: more tokens per device",
@@ -195,32 +226,47 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
                 "train.batch_size or train.seq_len",
             )
         )
+    out[KERNELS].append(
+        Recommendation(
+            "Find the ops far below the roof in the top kernels and the roofline below",
+            "names what to fuse, reshape or replace next",
+            "reports/trace*.json in Perfetto (ui.perfetto.dev)",
+        )
+    )
+
     if s.world_size > 1:
-        out[COMMUNICATION] += [
+        out[COMMUNICATION].append(
             Recommendation(
                 "Overlap collectives with compute and find exposed ones in the trace",
                 "communication hidden behind the next block's compute",
                 "reports/trace*.json: look for NCCL kernels with idle compute streams",
-            ),
-            Recommendation(
-                "More tokens per rank between synchronisations",
-                "the same bytes communicated for more work",
-                "train.batch_size",
-            ),
+            )
+        )
+        if not memory_is_short:
+            out[COMMUNICATION].append(
+                Recommendation(
+                    "More tokens per rank between synchronisations",
+                    "the same bytes communicated for more work",
+                    "train.batch_size",
+                )
+            )
+        out[COMMUNICATION].append(
             Recommendation(
                 "Check the interconnect and NCCL settings",
                 "NVLink moves an order of magnitude more than PCIe",
                 "nvidia-smi topo -m; NCCL_DEBUG=INFO",
-            ),
-        ]
+            )
+        )
+
     if s.device == "cuda":
-        out[COMPUTE].append(
+        out[COMPUTE] = [
             Recommendation(
                 "Scale out with more devices",
                 "throughput grows with data-parallel ranks while the step stays compute-bound",
                 "launch/ (torchrun --nproc-per-node)",
-            )
-        )
+            ),
+            *arithmetic,
+        ]
     else:  # more processes on one CPU only share its cores
         out[COMPUTE].append(
             Recommendation(
@@ -233,12 +279,12 @@ def _candidates(s: Setup) -> dict[str, list[Recommendation]]:
 
 
 def recommend(diagnosis: Diagnosis, setup: Setup, count: int = 3) -> list[Recommendation]:
-    """The ``count`` changes to try first: the bottleneck's own fixes, then the rest."""
-    by_bottleneck = _candidates(setup)
-    order = [diagnosis.bottleneck] + [k for k in FALLBACK_ORDER if k != diagnosis.bottleneck]
+    """At most ``count`` changes: the bottleneck's own fixes, then those of ``diagnosis.also``."""
+    found = (diagnosis.bottleneck, *diagnosis.also)
+    fixes = _fixes(setup, memory_is_short=MEMORY in found)
     picked: list[Recommendation] = []
-    for key in order:
-        for rec in by_bottleneck[key]:
+    for key in found:
+        for rec in fixes[key]:
             if all(rec.how != p.how for p in picked):
                 picked.append(rec)
     return picked[:count]
