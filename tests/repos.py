@@ -39,10 +39,11 @@ NEXT = f"v{_major}.{_minor}.{_patch + 1}"
 
 def template_repo(dest: Path) -> Path:
     """A git repo holding the working tree's template (tracked and new files), tagged RELEASE."""
-    files = git(ROOT, "ls-files", "-co", "--exclude-standard").split()
+    # NUL-separated: template file names hold spaces and quotes ("{% if x in ['a', 'b'] %}").
+    files = git(ROOT, "ls-files", "-z", "-co", "--exclude-standard").split("\0")
     for name in files:
         src = ROOT / name
-        if src.is_file():
+        if name and src.is_file():
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)

@@ -10,13 +10,13 @@ from repos import NEXT, RELEASE, git, release_next, template_repo, tmd
 
 
 def committed_project(tpl: Path, project: Path, *data: str) -> None:
-    """``tmd new`` from ``tpl`` (its newest release), then the render committed to git."""
+    """``tmd new`` from ``tpl`` (its newest release): a git repository with one clean commit."""
     data_args = [arg for pair in data for arg in ("--data", pair)]
     result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *data_args)
     assert result.returncode == 0, result.stderr
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "rendered")
+    assert "a git repository with the render as its first commit" in result.stdout
+    assert git(project, "status", "--porcelain") == ""
+    assert git(project, "rev-list", "--count", "HEAD").strip() == "1"
 
 
 def test_update_keeps_edits_and_brings_template_changes(tmp_path):
@@ -94,9 +94,6 @@ def test_update_refuses_a_recorded_version_the_template_lacks(tmp_path):
         "--allow-dirty",
     )
     assert result.returncode == 0, result.stderr
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "rendered")
     result = tmd("update", str(project), "--data", "tracking=none", "-q")
     assert result.returncode == 2
     assert "does not have" in result.stderr and "copier recopy" in result.stderr

@@ -161,8 +161,30 @@ def render_new(args: argparse.Namespace, given: dict[str, Any], confirm: bool = 
         if created and dest.exists():
             shutil.rmtree(dest)
         raise
-    print(f"\nRendered {dest}. Next: cd {dest} && {install_command(answers)} && python -m pytest")
+    print(f"\nRendered {dest}. {commit_render(dest, answers['project_name'])}")
+    print(f"Next: cd {dest} && {install_command(answers)} && python -m pytest")
     return 0
+
+
+def commit_render(dest: Path, project_name: str) -> str:
+    """Make a fresh project a git repository with the render as its first commit.
+
+    `tmd update` (copier update) works only on a committed tree. A project rendered inside an
+    existing repository is left for the person to commit there. Returns a line saying which.
+    """
+    git = ["git", "-C", str(dest)]
+    inside = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    if inside.returncode == 0:
+        return f"It is inside the git repository {inside.stdout.strip()}: commit it there."
+    who = subprocess.run([*git, "config", "user.email"], capture_output=True, text=True)
+    identity = (
+        [] if who.stdout.strip() else ["-c", "user.name=tmd", "-c", "user.email=tmd@localhost"]
+    )
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    message = f"Render {project_name} with tmd {__version__}"
+    subprocess.run([*git, *identity, "commit", "-qm", message], check=True, capture_output=True)
+    return "It is a git repository with the render as its first commit."
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

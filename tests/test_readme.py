@@ -1,0 +1,157 @@
+"""The README's commands, run as a person on a fresh clone runs them.
+
+The checkout is copied into a template repository tagged as this release (`repos.template_repo`),
+as a clone is; its `.venv` is this one, so the demo finds tmd installed, as after `.ci/run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from repos import NEXT, RELEASE, ROOT, git, release_next, template_repo, tmd
+from tmd import __version__
+
+
+def bash_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```bash block, as shell words (comments and blank lines dropped)."""
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    return [
+        [shlex.join(words) for line in block.splitlines() if (words := shlex.split(line, True))]
+        for block in blocks
+    ]
+
+
+def readme_commands(name: str) -> list[str]:
+    """The commands of the README block whose first line starts with ``name``."""
+    return next(b for b in bash_blocks((ROOT / "README.md").read_text()) if b[0].startswith(name))
+
+
+def run(cmd: list[str], cwd: Path, timeout: int = 900, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **env}
+    )
+
+
+@pytest.mark.variant
+def test_the_demo_trains_generates_and_leaves_a_project_that_updates(tmp_path):
+    """`bash scripts/demo.sh my-model` from the checkout, then `tmd update` on its project."""
+    tpl = template_repo(tmp_path / "tmd")
+    (tpl / ".venv").symlink_to(sys.prefix)  # what .ci/run (or the demo itself) installed
+    command = readme_commands("bash scripts/demo.sh")[0]
+    assert command == "bash scripts/demo.sh my-model"
+    try:
+        result = run(shlex.split(command), tpl)
+    finally:
+        run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "my-model"], tpl)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    summary = next(json.loads(line) for line in lines if line.startswith('{"final_train_loss"'))
+    assert summary["val_loss"] < 3.0  # trained: a byte model starts near ln(256) = 5.5
+    text = result.stdout.split(lines[lines.index(next(x for x in lines if x.startswith("{")))])[1]
+    assert text.strip().startswith("The ") and len(text.strip()) > 100  # the prompt, continued
+
+    project = tpl / "my-model"
+    answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert (answers["project_name"], answers["package_name"]) == ("my-model", "my_model")
+    assert answers["_commit"] == RELEASE
+    # The checkout is still clean: another render from its HEAD records a real commit.
+    assert git(tpl, "status", "--porcelain") == ""
+
+    assert git(project, "status", "--porcelain") == ""  # checkpoints and runs are ignored
+    result = tmd("update", str(project), "--data", "tracking=none", "-q")
+    assert result.returncode == 0, result.stderr
+    git(project, "commit", "-qam", "tracking off")
+    release_next(tpl, "DESIGN.md.jinja", "- Added by the next release.\n")
+    result = tmd("update", str(project), "-q")
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load((project / ".copier-answers.yml").read_text())["_commit"] == NEXT
+    assert "- Added by the next release." in (project / "DESIGN.md").read_text()
+
+    # Then every command of the project's own README, on the model the demo trained.
+    run_project_readme(project)
+
+
+# What the project README's commands need that this machine has not: a virtual environment and
+# an install (the test environment has the dependencies), a cluster, and the test suite
+# (test_variants runs it).
+NOT_RUN_HERE = {"pip", "pytest", "sbatch", "docker", "kubectl", "copier"}
+
+
+def run_project_readme(project: Path) -> list[str]:
+    """Run every python/torchrun command of a rendered project's README, in order."""
+    commands = [c for block in bash_blocks((project / "README.md").read_text()) for c in block]
+    ran = []
+    for command in commands:
+        argv = shlex.split(command)
+        if argv[0] in NOT_RUN_HERE or argv[:3] == ["python", "-m", "venv"]:
+            continue
+        assert argv[0] in ("python", "torchrun"), command
+        program = (
+            [sys.executable]
+            if argv[0] == "python"
+            else [sys.executable, "-m", "torch.distributed.run"]
+        )
+        result = run([*program, *argv[1:]], project, PYTHONPATH=str(project / "src"))
+        assert result.returncode == 0, (command, result.stderr[-3000:])
+        ran.append(command)
+    assert any(" train" in c for c in ran) and any(" profile" in c for c in ran), ran
+    assert (project / "reports" / "profile.md").is_file()
+    return ran
+
+
+@pytest.mark.variant
+def test_a_distributed_projects_readme_commands_run(tmp_path):
+    """A DDP project for two CPU processes, launched on Kubernetes: its README's commands,
+    the torchrun one among them, succeed as written."""
+    tpl = template_repo(tmp_path / "tmd")
+    project = tmp_path / "ddp-lm"
+    data = ["accelerator=cpu", "gpus_per_node=2", "parallelism=ddp", "launcher=kubernetes"]
+    data += ["attention=mha", "position=alibi", "tracking=none"]
+    args = [arg for pair in data for arg in ("--data", pair)]
+    result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *args)
+    assert result.returncode == 0, result.stderr
+    ran = run_project_readme(project)
+    assert any(c.startswith("torchrun") for c in ran)
+
+
+def test_the_readme_usage_commands_run(tmp_path):
+    """Every command of "Using it", against a clone of the template (`--template` added, as the
+    installed tmd would otherwise render this checkout)."""
+    tpl = template_repo(tmp_path / "tmd")
+    commands = readme_commands("pip install")
+    assert commands[0].startswith("pip install")  # .ci/run has installed it
+    assert commands[1] == "tmd new my-model"  # guided: driven on a terminal in test_flow.py
+    ran = 0
+    for i, command in enumerate(commands[2:]):
+        argv = shlex.split(command)
+        cwd = tmp_path / f"cmd{i}"
+        cwd.mkdir()
+        if argv[:2] == ["tmd", "new"]:
+            argv += ["--template", str(tpl), "-q"]
+            (cwd / "answers.yml").write_text("stage: production\naccelerator: h200\n")
+        elif argv[:2] == ["tmd", "update"]:
+            assert tmd("new", str(cwd / argv[2]), "--defaults", "--template", str(tpl), "-q")
+        elif argv[0] == "copier":
+            argv = [a.replace("gh:org/tmd-template", str(tpl)) for a in argv] + ["--defaults"]
+        result = run([sys.executable, "-m", *argv], cwd)
+        assert result.returncode == 0, (command, result.stderr[-2000:])
+        ran += 1
+        if argv[:2] == ["tmd", "new"]:
+            assert (cwd / "my-model" / ".git").is_dir()
+        if argv[:2] == ["tmd", "update"]:
+            answers = yaml.safe_load((cwd / "my-model" / ".copier-answers.yml").read_text())
+            assert answers["tracking"] == "wandb"
+    assert ran == len(commands) - 2
+
+
+def test_the_readme_names_this_release():
+    assert f"v{__version__}" in (ROOT / "README.md").read_text()
