@@ -115,7 +115,7 @@ def test_a_distributed_projects_readme_commands_run(tmp_path):
     tpl = template_repo(tmp_path / "tmd")
     project = tmp_path / "ddp-lm"
     data = ["accelerator=cpu", "gpus_per_node=2", "parallelism=ddp", "launcher=kubernetes"]
-    data += ["attention=mha", "position=alibi", "tracking=none"]
+    data += ["tracking=none"]
     args = [arg for pair in data for arg in ("--data", pair)]
     result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *args)
     assert result.returncode == 0, result.stderr

@@ -127,3 +127,14 @@ def test_update_refuses_a_broken_combination_before_touching_files(tmp_path):
     assert "fp8 needs fp8 tensor cores" in result.stderr
     assert (project / ".copier-answers.yml").read_text() == before
     assert git(project, "status", "--porcelain") == ""
+
+
+def test_quiet_renders_print_none_of_copiers_notices(tmp_path):
+    """-q once still printed "No git tags found" and a DirtyLocalWarning."""
+    tpl = template_repo(tmp_path / "tpl")
+    git(tpl, "tag", "-d", RELEASE)
+    (tpl / "template" / "NOTES.md").write_text("uncommitted\n")
+    project = tmp_path / "proj"
+    result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", "--allow-dirty")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""

@@ -97,3 +97,10 @@ def test_variant_builds_and_passes_its_own_tests(tmp_path, answers):
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], project, env
     )
     assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+
+
+def test_variant_names_show_the_resolved_layout():
+    for i, answers in enumerate(VARIANTS):
+        resolved = resolve(answers)
+        expected = f"{resolved['parallelism']}-{resolved['precision']}-{resolved['graph_mode']}"
+        assert variant_name(i, answers) == f"v{i:02d}-{expected}"
