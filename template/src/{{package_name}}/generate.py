@@ -130,7 +130,12 @@ def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
     else:
         log.info("loaded the weights of step %d from %s/", step, cfg.checkpoint.dir)
     dtype = DTYPES[precision_on(device, cfg.train.precision)]
-    return model.to(device=device, dtype=dtype).eval(), device
+    model.to(device)
+    # The parameters only: derived buffers (RoPE's cos/sin tables, ALiBi's slopes) stay fp32,
+    # as in training; a bf16 table would shift the angles of far positions (rope.py).
+    for param in model.parameters():
+        param.data = param.data.to(dtype)
+    return model.eval(), device
 
 
 def sample_text(cfg: Config) -> list[str]:

@@ -48,10 +48,11 @@ class Batches:
         split = len(tokens) - int(len(tokens) * val_fraction)
         self.train_tokens, self.val_tokens = tokens[:split], tokens[split:]
         for split, part in (("train", self.train_tokens), ("validation", self.val_tokens)):
-            if len(part) <= seq_len + 1:
+            if len(part) < seq_len + 1:
                 raise ConfigError(
-                    f"the {split} split has {len(part)} bytes, fewer than train.seq_len + 2 = "
-                    f"{seq_len + 2}: use a larger corpus or change data.val_fraction"
+                    f"the {split} split has {len(part)} bytes, fewer than train.seq_len + 1 = "
+                    f"{seq_len + 1} (a window and its next byte): use a larger corpus or change "
+                    "data.val_fraction"
                 )
         self.seq_len = seq_len
         self.batch_size = batch_size
@@ -74,8 +75,9 @@ class Batches:
 
     def _windows(self, tokens: Tensor, index: int) -> tuple[Tensor, Tensor]:
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
-        high = len(tokens) - self.seq_len - 1
-        starts = torch.randint(high, (self.batch_size,), generator=generator)
+        # A window is seq_len + 1 tokens (inputs and the targets shifted by one): every start
+        # from 0 to len - seq_len - 1 fits, the last included.
+        starts = torch.randint(len(tokens) - self.seq_len, (self.batch_size,), generator=generator)
         offsets = torch.arange(self.seq_len + 1)
         window = tokens[starts[:, None] + offsets].long()
         window = window.to(self.device, non_blocking=True)
