@@ -114,9 +114,10 @@ class Terminal:
         import sys
 
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: become `tmd new ...` in cwd
+        if self.pid == 0:  # the child: become `tmd new ...` in cwd, on a known terminal type
             os.chdir(cwd)
-            os.execv(sys.executable, [sys.executable, "-m", "tmd", "new", *args])
+            env = {**os.environ, "TERM": "xterm", "COLUMNS": "120", "LINES": "40"}
+            os.execve(sys.executable, [sys.executable, "-m", "tmd", "new", *args], env)
         self.output = b""
 
     def _read(self, timeout: float) -> bool:

@@ -53,11 +53,12 @@ def test_the_demo_trains_generates_and_leaves_a_project_that_updates(tmp_path):
     finally:
         run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", "my-model"], tpl)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    lines = result.stdout.strip().splitlines()
-    summary = next(json.loads(line) for line in lines if line.startswith('{"final_train_loss"'))
-    assert summary["val_loss"] < 3.0  # trained: a byte model starts near ln(256) = 5.5
-    text = result.stdout.split(lines[lines.index(next(x for x in lines if x.startswith("{")))])[1]
-    assert text.strip().startswith("The ") and len(text.strip()) > 100  # the prompt, continued
+    line = next(x for x in result.stdout.splitlines() if x.startswith('{"final_train_loss"'))
+    assert json.loads(line)["val_loss"] < 3.0  # trained: a byte model starts near ln(256) = 5.5
+    # Then generate prints the prompt and its 200 new bytes, and a blank line. Bytes that are
+    # not UTF-8 print as U+FFFD, three bytes, so the text encodes to at least 204.
+    sample = result.stdout.split(line + "\n", 1)[1].removesuffix("\n\n")
+    assert sample.startswith("The ") and len(sample.encode()) >= 4 + 200
 
     project = tpl / "my-model"
     answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
@@ -81,46 +82,26 @@ def test_the_demo_trains_generates_and_leaves_a_project_that_updates(tmp_path):
 
 
 # What the project README's commands need that this machine has not: a virtual environment and
-# an install (the test environment has the dependencies), a cluster, and the test suite
-# (test_variants runs it).
-NOT_RUN_HERE = {"pip", "pytest", "sbatch", "docker", "kubectl", "copier"}
+# an install (the test environment has the dependencies), a cluster, several ranks (the
+# distributed variants' own tests run them), and the test suite (test_variants runs it).
+NOT_RUN_HERE = {"pip", "pytest", "sbatch", "docker", "kubectl", "copier", "torchrun"}
 
 
 def run_project_readme(project: Path) -> list[str]:
-    """Run every python/torchrun command of a rendered project's README, in order."""
+    """Run every python command of a rendered project's README, in order."""
     commands = [c for block in bash_blocks((project / "README.md").read_text()) for c in block]
     ran = []
     for command in commands:
         argv = shlex.split(command)
         if argv[0] in NOT_RUN_HERE or argv[:3] == ["python", "-m", "venv"]:
             continue
-        assert argv[0] in ("python", "torchrun"), command
-        program = (
-            [sys.executable]
-            if argv[0] == "python"
-            else [sys.executable, "-m", "torch.distributed.run"]
-        )
-        result = run([*program, *argv[1:]], project, PYTHONPATH=str(project / "src"))
+        assert argv[0] == "python", command
+        result = run([sys.executable, *argv[1:]], project, PYTHONPATH=str(project / "src"))
         assert result.returncode == 0, (command, result.stderr[-3000:])
         ran.append(command)
     assert any(" train" in c for c in ran) and any(" profile" in c for c in ran), ran
     assert (project / "reports" / "profile.md").is_file()
     return ran
-
-
-@pytest.mark.variant
-def test_a_distributed_projects_readme_commands_run(tmp_path):
-    """A DDP project for two CPU processes, launched on Kubernetes: its README's commands,
-    the torchrun one among them, succeed as written."""
-    tpl = template_repo(tmp_path / "tmd")
-    project = tmp_path / "ddp-lm"
-    data = ["accelerator=cpu", "gpus_per_node=2", "parallelism=ddp", "launcher=kubernetes"]
-    data += ["tracking=none"]
-    args = [arg for pair in data for arg in ("--data", pair)]
-    result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *args)
-    assert result.returncode == 0, result.stderr
-    ran = run_project_readme(project)
-    assert any(c.startswith("torchrun") for c in ran)
 
 
 def test_the_readme_usage_commands_run(tmp_path):
