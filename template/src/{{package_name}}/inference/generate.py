@@ -14,13 +14,13 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from .checkpoint import load_model_weights
-from .config import Config, ConfigError
-from .device import select_device, synchronize
-from .model import Transformer
-from .precision import DTYPES, precision_on
-from .tokenizer import ByteTokenizer
-from .train import init_model
+from ..config import Config, ConfigError
+from ..data.tokenizer import ByteTokenizer
+from ..device import select_device, synchronize
+from ..model import Transformer
+from ..training.checkpoint import load_model_weights
+from ..training.precision import DTYPES, precision_on
+from ..training.train import init_model
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Inference: loading a checkpoint for generation, prefill and decode with a static cache."""

@@ -1,0 +1,1 @@
+"""Measurement: FLOP and memory counts, ``bench``, ``profile`` with its diagnosis and report."""

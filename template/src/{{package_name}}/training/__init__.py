@@ -1,0 +1,1 @@
+"""Training: the loop and its parts (optimizer, precision, checkpoints, layout, metrics)."""
