@@ -61,7 +61,8 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "about 1.25-2x bf16 throughput; needs torch.compile to pay off.",
     },
     "parallelism": {
-        "single": "One device, no process group.",
+        "single": "One device, as a process group of one: the loop and the checkpoints are "
+        "those of the multi-device layouts, so the project can grow into them.",
         "ddp": "DDP: every rank holds the whole model and gradients are all-reduced, overlapped "
         "with the backward.",
         "fsdp2": "FSDP2 (fully_shard): parameters, gradients and optimizer state are sharded "

@@ -1,15 +1,20 @@
-"""Distributed checkpoints (DCP) that resume on any number of ranks.
+"""Distributed checkpoints (DCP): one format for every layout and every number of ranks.
 
 Every rank writes its own shards in parallel with ``torch.distributed.checkpoint``; the
 metadata records which slice of which global tensor each file holds, so a checkpoint written
-by N ranks loads on M ranks, or into a plain model in one process (generation, evaluation).
-Optimizer state is saved flattened under parameter names
-(``StateDictOptions(flatten_optimizer_state_dict=True)``), independent of the sharding too.
+by N ranks loads on M ranks, in another parallel layout (one process, DDP, FSDP2), or into a
+plain model without a process group (generation, evaluation). Replicated tensors (one
+process, DDP) are written once, not once per rank. Model and optimizer state are saved
+under the model's parameter names (``get_state_dict`` strips wrappers, and the optimizer
+state is flattened with ``StateDictOptions(flatten_optimizer_state_dict=True)``), so they
+do not depend on how the model was wrapped or sharded.
 
-A save is atomic as in a single-process run: the ranks write into a temporary directory,
-rank 0 adds ``train_state.pt`` (LR schedule, loss scale, step, RNG; read back with
-``torch.load(weights_only=True)``), fsyncs it, and renames the directory into place once all
-ranks are done. ``checkpoint.dir`` must be on a filesystem that every rank sees.
+A save is atomic: the ranks write into a temporary directory, rank 0 adds ``train_state.pt``
+(LR schedule, loss scale, step, RNG; read back with ``torch.load(weights_only=True)``),
+fsyncs everything, and renames the directory into place once all ranks are done: a
+``step_*`` directory is complete or absent, whenever a process dies. ``checkpoint.dir``
+must be on a filesystem that every rank sees. ``consolidate`` writes the weights of a
+checkpoint as one safetensors file, for inference elsewhere.
 """
 
 import logging
@@ -22,6 +27,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from safetensors.torch import save_file
 from torch import nn
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.state_dict import (
@@ -64,6 +70,23 @@ def load_model_weights(model: nn.Module, directory: str | Path) -> int | None:
         dcp.load(state, checkpoint_id=found[-1], no_dist=True)
     model.load_state_dict(state["model"])
     return int(STEP_DIR.fullmatch(found[-1].name).group(1))
+
+
+def consolidate(model: nn.Module, directory: str | Path, out: str | Path | None = None) -> Path:
+    """Write the latest checkpoint's weights as one safetensors file; return its path.
+
+    ``model`` gives the names, shapes and dtypes (a plain model, on the host). The file goes
+    into the checkpoint's own directory unless ``out`` names another path.
+    """
+    step = load_model_weights(model, directory)
+    if step is None:
+        raise ConfigError(
+            f"no checkpoint in {directory}: train first, or point checkpoint.dir at one"
+        )
+    path = Path(out) if out else checkpoints(directory)[-1] / "model.safetensors"
+    state = {key: t.contiguous() for key, t in model.state_dict().items()}
+    save_file(state, path, metadata={"step": str(step)})
+    return path
 
 
 class CheckpointManager:

@@ -2,7 +2,8 @@
 
 Under torchrun every process finds its rank in the environment (RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Started without torchrun, the process forms a group of
-one, so ``python -m {{ package_name }} train`` runs the same code path on a single device.
+one, so a run on a single device goes through the same code as a run on many: the same
+batch slicing, loss averaging and distributed checkpoints.
 """
 
 import logging
