@@ -54,6 +54,8 @@ PAGES: dict[str, tuple[str, ...]] = {
         "block_bytes_sharded",
         "batch_size",
         "train_steps",
+        "tokens_per_step",
+        "grad_accum_steps",
     ),
     "precision.md": ("accelerator", "precision", "loss_scaling", "capacity_bytes"),
     "parallelism.md": (
@@ -213,6 +215,7 @@ def test_preset_shapes_match_the_engine():
             preset.batch_size,
             preset.train_steps,
             seq_len,
+            preset.tokens_per_step,
         ]
         assert [int(c) for c in row[1:]] == expected, name
 

@@ -64,25 +64,68 @@ class ModelPreset:
     name: str
     label: str
     shape: ModelShape  # with the GQA head count; MHA and MQA change n_kv_heads only
-    batch_size: int  # sequences per device per step in the starting config
+    batch_size: int  # sequences per device per micro-batch in the starting config
     train_steps: int
+    # Tokens per optimizer step the starting config aims for; gradient accumulation makes up
+    # what the devices' micro-batches fall short of (GPT-3's 0.5M at 125M parameters and 1M
+    # at 1.3B, Llama 2 and 3's 4M from 7B up; tiny stays at one micro-batch for the CPU).
+    tokens_per_step: int
 
 
-def _preset(name, label, dim, layers, heads, kv, hidden, vocab, batch, steps) -> ModelPreset:
-    return ModelPreset(name, label, ModelShape(dim, layers, heads, kv, hidden, vocab), batch, steps)
+def _preset(
+    name, label, dim, layers, heads, kv, hidden, vocab, batch, steps, tokens
+) -> ModelPreset:
+    shape = ModelShape(dim, layers, heads, kv, hidden, vocab)
+    return ModelPreset(name, label, shape, batch, steps, tokens)
 
 
 PRESETS: dict[str, ModelPreset] = {
     p.name: p
     for p in (
         # tiny trains in minutes on two CPU cores; vocab 256 is the byte-level tokenizer.
-        _preset("tiny", "tiny (~3M, trains on a laptop CPU)", 256, 4, 4, 2, 704, 256, 8, 300),
-        _preset("small", "small (~125M, GPT-2 small class)", 768, 12, 12, 4, 2048, 32768, 8, 20000),
+        _preset("tiny", "tiny (~3M, trains on a laptop CPU)", 256, 4, 4, 2, 704, 256, 8, 300, 2048),
         _preset(
-            "medium", "medium (~1B, Llama-3.2-1B class)", 2048, 16, 32, 8, 8192, 32768, 4, 20000
+            "small",
+            "small (~125M, GPT-2 small class)",
+            768,
+            12,
+            12,
+            4,
+            2048,
+            32768,
+            8,
+            20000,
+            2**19,
         ),
-        _preset("large", "large (~8B, Llama-3-8B class)", 4096, 32, 32, 8, 14336, 128256, 2, 20000),
-        _preset("xl", "xl (~70B, Llama-3-70B class)", 8192, 80, 64, 8, 28672, 128256, 1, 20000),
+        _preset(
+            "medium",
+            "medium (~1B, Llama-3.2-1B class)",
+            2048,
+            16,
+            32,
+            8,
+            8192,
+            32768,
+            4,
+            20000,
+            2**20,
+        ),
+        _preset(
+            "large",
+            "large (~8B, Llama-3-8B class)",
+            4096,
+            32,
+            32,
+            8,
+            14336,
+            128256,
+            2,
+            20000,
+            2**22,
+        ),
+        _preset(
+            "xl", "xl (~70B, Llama-3-70B class)", 8192, 80, 64, 8, 28672, 128256, 1, 20000, 2**22
+        ),
     )
 }
 

@@ -435,6 +435,29 @@ QUESTIONS: tuple[Question, ...] = (
         derived_from=("gpus_per_node", "nodes"),
     ),
     Question(
+        "tokens_per_step",
+        "int",
+        "Tokens per optimizer step the starting config aims for (from the model_size preset).",
+        default=lambda a: PRESETS[a["model_size"]].tokens_per_step,
+        default_jinja="{{ "
+        + repr({n: p.tokens_per_step for n, p in PRESETS.items()})
+        + "[model_size] }}",
+        **_at_least_one("tokens_per_step"),
+        computed=True,
+        advanced=True,
+    ),
+    Question(
+        "grad_accum_steps",
+        "int",
+        "Micro-batches accumulated per optimizer step: enough for tokens_per_step over "
+        "batch_size x seq_len x world_size.",
+        default=rules.grad_accum_steps,
+        default_jinja=rules.JINJA_GRAD_ACCUM_STEPS,
+        **_at_least_one("grad_accum_steps"),
+        computed=True,
+        advanced=True,
+    ),
+    Question(
         "tp_degree",
         "int",
         "Tensor-parallel degree if TP is used: the largest power of two in a node that divides "

@@ -483,6 +483,18 @@ def world_size(a: Answers) -> int:
 JINJA_WORLD_SIZE = "{{ gpus_per_node * nodes }}"
 
 
+def grad_accum_steps(a: Answers) -> int:
+    """Micro-batches per optimizer step: as many as the tokens per step aimed at need."""
+    micro_tokens = max(1, a["batch_size"] * a["seq_len"] * world_size(a))
+    return max(1, -(-a["tokens_per_step"] // micro_tokens))
+
+
+JINJA_GRAD_ACCUM_STEPS = (
+    "{{ [1, -(-tokens_per_step // ([batch_size * seq_len * gpus_per_node * nodes, 1] | max))]"
+    " | max }}"
+)
+
+
 def tp_degree(a: Answers) -> int:
     """Largest power of two within one node (at most 8) that divides both head counts."""
     tp = 1

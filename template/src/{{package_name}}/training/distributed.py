@@ -27,9 +27,12 @@ class World:
         """This rank's rows of a global batch: together the ranks see what one process would."""
         return batch.tensor_split(self.world_size)[self.rank]
 
-    def mean(self, value: Tensor) -> float:
-        """The average of a scalar over all ranks (every rank gets the result)."""
-        return self.mean_each(value.reshape(1))[0]
+    def sum(self, value: Tensor) -> Tensor:
+        """``value`` summed over all ranks, left on the device (every rank gets the result)."""
+        total = value.detach().clone()
+        if self.world_size > 1:
+            dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        return total
 
     def mean_each(self, values: Tensor) -> list[float]:
         """The average over all ranks of each element of ``values``, in one all-reduce."""
