@@ -7,7 +7,10 @@ clipped global norm in the logs hides.
 
 ``find_nonfinite(model, tokens)`` reruns a forward pass with a hook on every module and names
 the first one whose output holds a NaN or an infinity: the innermost module, in execution
-order, where the bad value appeared. The trainer calls it when the loss diverges.
+order, where the bad value appeared. The trainer calls it when the loss diverges. The forward
+always runs to its end: under FSDP2 a rank that stopped early would leave the others waiting
+in the next block's all-gather. The ranks then share what they found, so every rank reports
+the same cause, whichever rank it appeared on.
 """
 
 import math
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 
 
@@ -40,14 +44,6 @@ def format_grad_norms(norms: dict[str, float]) -> str:
     return "\n".join(f"{name:<{width}}  {norm:.3e}" for name, norm in norms.items())
 
 
-class NonFiniteOutput(RuntimeError):
-    """A module produced a NaN or an infinity; ``module`` is its qualified name."""
-
-    def __init__(self, module: str, kind: str) -> None:
-        super().__init__(f"{module} ({kind}) produced the first non-finite output")
-        self.module = module
-
-
 def _tensors(value: object) -> Iterator[Tensor]:
     if isinstance(value, Tensor):
         yield value
@@ -57,24 +53,27 @@ def _tensors(value: object) -> Iterator[Tensor]:
 
 
 @contextmanager
-def nonfinite_hooks(model: nn.Module) -> Iterator[None]:
-    """Raise ``NonFiniteOutput`` from the first module whose forward output is not finite.
+def nonfinite_hooks(model: nn.Module) -> Iterator[list[str]]:
+    """Record the modules whose forward output is not finite, in the order they return.
 
     A module's hook runs when its forward returns, so children report before their parents:
-    the first to raise is where the value appeared.
+    the first recorded is where the value appeared. Nothing is raised, so the forward (and
+    any collective inside it) runs to its end.
     """
+    found: list[str] = []
 
-    def check(name: str, module: nn.Module, _inputs: object, output: object) -> None:
+    def check(name: str, output: object) -> None:
         for tensor in _tensors(output):
             if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-                raise NonFiniteOutput(name or "model", type(module).__name__)
+                found.append(name or "model")
+                return
 
     handles = [
-        module.register_forward_hook(lambda m, i, o, name=name: check(name, m, i, o))
+        module.register_forward_hook(lambda m, i, o, name=name: check(name, o))
         for name, module in model.named_modules()
     ]
     try:
-        yield
+        yield found
     finally:
         for handle in handles:
             handle.remove()
@@ -83,27 +82,43 @@ def nonfinite_hooks(model: nn.Module) -> Iterator[None]:
 @torch.no_grad()
 def find_nonfinite(model: nn.Module, tokens: Tensor) -> str | None:
     """The first module producing a NaN/inf on ``tokens``, or None if the forward is finite."""
-    try:
-        with nonfinite_hooks(model):
-            model(tokens)
-    except NonFiniteOutput as e:
-        return e.module
-    return None
+    with nonfinite_hooks(model) as found:
+        model(tokens)
+    return found[0] if found else None
+
+
+def from_every_rank(value: object) -> list:
+    """``value`` as each rank has it, in rank order; ``[value]`` in a process of its own."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return [value]
+    values = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
 
 
 def explain_nonfinite(model: nn.Module, tokens: Tensor) -> str:
-    """Where a non-finite loss came from, as a clause for the error message.
+    """Where a non-finite loss came from, as a clause for the error message; call on all ranks.
 
     Once an optimizer step has used NaN gradients the weights themselves are NaN and every
-    module reports one, so the parameters are checked first.
+    module reports one, so the parameters are checked first (this rank's shards of them).
     """
-    broken = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    local = [name for name, p in model.named_parameters() if not torch.isfinite(_local(p)).all()]
+    anywhere = {name for names in from_every_rank(local) for name in names}
+    broken = [name for name, _ in model.named_parameters() if name in anywhere]
     if broken:
         return (
             f"the update already made {len(broken)} parameter tensors non-finite "
             f"(first: {broken[0]})"
         )
-    culprit = find_nonfinite(model, tokens)
-    if culprit is None:
+    culprits = from_every_rank(find_nonfinite(model, tokens))
+    found = [(rank, culprit) for rank, culprit in enumerate(culprits) if culprit is not None]
+    if not found:
         return "a second forward pass on the batch is finite"
-    return f"the first module with a non-finite output is {culprit}"
+    rank, culprit = found[0]
+    where = f" on rank {rank}" if len(culprits) > 1 else ""
+    return f"the first module with a non-finite output{where} is {culprit}"
+
+
+def _local(param: Tensor) -> Tensor:
+    """This rank's part of a parameter: the shard of a sharded (DTensor) one."""
+    return param.to_local() if hasattr(param, "to_local") else param
