@@ -359,3 +359,23 @@ def test_the_speculative_refusal_matches_what_is_rendered():
     offered = set(BY_KEY["deployment"].offered_values()) & set(rules.SPECULATIVE_DEPLOYMENTS)
     message = rules.check_speculative({"speculative": True, "deployment": "research"})
     assert ("does not render yet" in message) == (not offered)
+
+
+def test_attention_that_flash_cannot_take_keeps_k_and_v_at_the_queries_width_on_cuda():
+    """On CUDA only FlashAttention takes grouped K/V heads (no mask, no fp32); the rendered
+    attention repeats k and v to the query heads for the rest, and SDPA keeps the copies."""
+    from dataclasses import replace
+
+    from tmd.memory import block_bytes
+
+    gqa = PRESETS["small"].shape  # 12 query heads over 4 K/V heads
+    widening = 2 * (gqa.n_heads - gqa.n_kv_heads) * gqa.head_dim  # k and v, per token
+    alibi = replace(gqa, position="alibi")
+    assert block_bytes(alibi, "bf16", 2048) - block_bytes(gqa, "bf16", 2048) == 2 * widening
+    assert block_bytes(alibi, "bf16", 2048, cpu=True) == block_bytes(gqa, "bf16", 2048, cpu=True)
+    # No FlashAttention in fp32: causal attention widens too, as the masked one does.
+    assert block_bytes(alibi, "fp32", 2048) == block_bytes(gqa, "fp32", 2048)
+    mha = replace(gqa, n_kv_heads=gqa.n_heads, position="alibi")
+    assert block_bytes(mha, "bf16", 2048) == block_bytes(
+        replace(mha, position="rope"), "bf16", 2048
+    )

@@ -129,10 +129,17 @@ def block_bytes(
         # exponentials, the weighted inputs, their running sum, the states.
         fp32 += 6 * e * n + 2 * e + (0 if a == FP32 else e + 2 * n)
     else:
-        compute += 2 * d + 2 * shape.kv_dim  # q, attention output, k, v
+        kv = shape.kv_dim
+        # On CUDA only FlashAttention takes grouped K/V heads, and it takes no mask and no
+        # fp32: elsewhere the rendered attention repeats k and v to the query heads, and SDPA
+        # keeps them at the queries' width.
+        masked = shape.position == "alibi" or shape.attention == "sliding_window"
+        if not cpu and (masked or precision == "fp32"):
+            kv = shape.n_heads * shape.head_dim
+        compute += 2 * d + 2 * kv  # q, attention output, k, v
         w = shape.window_size
         if shape.attention == "sliding_window" and seq_len > 2 * w:
-            compute += 2 * shape.kv_dim  # keys and values of two blocks
+            compute += 2 * kv  # keys and values of two blocks
     if shape.qk_norm and shape.attention != "ssm":
         fp32 += qk * (2 if cpu else 1)  # QK-norm (RMSNorm) runs in fp32, its weights' dtype
     if shape.ffn == "gelu":
