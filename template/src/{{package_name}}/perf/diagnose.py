@@ -3,11 +3,18 @@
 The checklist runs top to bottom and stops at the first yes, because each bottleneck hides
 the ones below it: a device that waits for data shows poor MFU whatever the kernels do.
 
-1. Device busy < 80% of the step?  -> data loading
-2. Peak memory > 90% of the device? -> activation / gradient memory
-3. MFU < 40%?                       -> kernel efficiency
-4. Collectives > 15% of the step?   -> communication (multi-device runs only)
+1. Waiting for the batch > 20% of the step? -> data loading
+   else device busy < 80% of the step?      -> launch overhead (the host is the bottleneck)
+2. Peak memory > 90% of the device?          -> activation / gradient memory
+3. MFU < 40%?                                -> kernel efficiency
+4. Collectives > 15% of the step?            -> communication (multi-device runs only)
 otherwise the run is compute-bound: scale out.
+
+Step 1 asks why the device idles, from what was measured: the time each step waits for its
+batch. A GPU that idles without waiting for data (a small model, typically) waits for the
+host to launch its next kernel, which CUDA graphs, compilation or more work per kernel
+answer and better data loading does not. On a CPU the host is the device: it idles only
+while waiting for data.
 
 Two checks still count below the first yes, as nothing above them hides what they measure
 (``Diagnosis.also``): a memory peak is a peak whatever the time goes to, and waiting for
@@ -26,18 +33,20 @@ short, nothing that needs more of it (larger batches) is suggested.
 from dataclasses import dataclass, replace
 
 UTILISATION_MIN = 0.80
+DATA_WAIT_MAX = 1 - UTILISATION_MIN  # a step waiting longer cannot keep the device that busy
 MEMORY_MAX = 0.90
 MFU_MIN = 0.40
 COMMUNICATION_MAX = 0.15
 
-DATA, MEMORY, KERNELS, COMMUNICATION, COMPUTE = (
+DATA, LAUNCH, MEMORY, KERNELS, COMMUNICATION, COMPUTE = (
     "data loading",
+    "launch overhead (host-bound)",
     "activation/gradient memory",
     "kernel efficiency",
     "communication",
     "compute-bound",
 )
-BOTTLENECKS = (DATA, MEMORY, KERNELS, COMMUNICATION, COMPUTE)
+BOTTLENECKS = (DATA, LAUNCH, MEMORY, KERNELS, COMMUNICATION, COMPUTE)
 FP8_ACCELERATORS = ("h100", "h200", "b200")
 
 
@@ -50,7 +59,8 @@ def percent(value: float, digits: int = 0) -> str:
 class Metrics:
     """What a profile measured. ``None``: not measured (e.g. no collectives in one process)."""
 
-    utilisation: float  # share of the step the device computes (the rest: waiting for data)
+    utilisation: float  # share of the step the device is busy (a CPU: computing the step)
+    data_fraction: float  # share of the step spent waiting for the next batch
     memory_fraction: float | None  # peak memory / the device's memory
     mfu: float | None
     communication_fraction: float | None = None  # share of the step inside collectives
@@ -59,7 +69,7 @@ class Metrics:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    step: int  # 1-4, or 5 for compute-bound
+    step: int  # 1-4, or 5 for compute-bound (step 1: data loading or launch overhead)
     bottleneck: str
     evidence: str
     also: tuple[str, ...] = ()  # lower checks that fire too and that the first one does not hide
@@ -105,12 +115,20 @@ def diagnose(m: Metrics) -> Diagnosis:
 
 
 def _first_check(m: Metrics) -> Diagnosis:
-    if m.utilisation < UTILISATION_MIN:
+    if m.data_fraction > DATA_WAIT_MAX:
         return Diagnosis(
             1,
             DATA,
-            f"the device computes {percent(m.utilisation)} of the step "
-            f"(< {percent(UTILISATION_MIN)}); the rest is spent waiting for the next batch",
+            f"the step waits {percent(m.data_fraction)} of its time for the next batch "
+            f"(> {percent(DATA_WAIT_MAX)})",
+        )
+    if m.utilisation < UTILISATION_MIN:
+        return Diagnosis(
+            1,
+            LAUNCH,
+            f"the device is busy {percent(m.utilisation)} of the step "
+            f"(< {percent(UTILISATION_MIN)}) and waits for data {percent(m.data_fraction)} of "
+            "it: it idles between kernels while the host launches the next",
         )
     if memory_short(m):
         used = "out of memory" if m.out_of_memory else f"{percent(m.memory_fraction)} of the device"
@@ -149,6 +167,32 @@ def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
             "data/__init__.py (Batches)",
         )
     )
+
+    if s.compile != "max-autotune" and s.device == "cuda":
+        out[LAUNCH].append(
+            Recommendation(
+                "CUDA graphs: max-autotune compilation replays each block's kernels as one graph",
+                "one launch per block instead of one per kernel: the idle gaps close",
+                "train.compile=max-autotune",
+            )
+        )
+    if s.compile == "none":
+        out[LAUNCH].append(
+            Recommendation(
+                "torch.compile each block",
+                "fused elementwise kernels: fewer launches per step, a faster compile than "
+                "max-autotune",
+                "train.compile=default",
+            )
+        )
+    if not memory_is_short:
+        out[LAUNCH].append(
+            Recommendation(
+                "More work per kernel: a larger batch or longer sequences",
+                "the same launches drive more tokens, so launch time becomes a smaller share",
+                "train.batch_size or train.seq_len",
+            )
+        )
 
     if not low_precision:
         out[MEMORY].append(
