@@ -75,7 +75,8 @@ def _run(cmd, cwd, env=None, timeout=900):
     "answers", VARIANTS, ids=[variant_name(i, v) for i, v in enumerate(VARIANTS)]
 )
 def test_variant_builds_and_passes_its_own_tests(tmp_path, answers):
-    project = render(answers, tmp_path / "p")
+    # A long project name, so that the lint sees the longest lines a package name makes.
+    project = render(answers, tmp_path / "a-model-whose-name-makes-lines-long")
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     resolved = resolve(answers)
     for key, value in recorded.items():
