@@ -17,11 +17,15 @@ must be on a filesystem that every rank sees. ``consolidate`` writes the weights
 checkpoint as one safetensors file, for inference elsewhere.
 """
 
+import copy
 import logging
 import os
 import re
 import shutil
 import warnings
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -90,11 +94,20 @@ def consolidate(model: nn.Module, directory: str | Path, out: str | Path | None 
 
 
 class CheckpointManager:
-    """Save every so often, resume from the latest, keep the last ``keep``; call on all ranks."""
+    """Save every so often, resume from the latest, keep the last ``keep``; call on all ranks.
 
-    def __init__(self, directory: str | Path, keep: int) -> None:
+    With ``async_save`` a save returns once the state is copied to host memory, and a
+    background thread writes it while training goes on; the checkpoint is published (renamed
+    into place) when the next save, a load or ``wait`` finds the write done, and when the
+    ``with`` block the manager opens ends.
+    """
+
+    def __init__(self, directory: str | Path, keep: int, async_save: bool = False) -> None:
         self.dir = Path(directory)
         self.keep = keep
+        self.async_save = async_save
+        self._pending: tuple[Future, Path, Callable[[], None]] | None = None
+        self._host_group: dist.ProcessGroup | None = None
 
     def save(
         self,
@@ -104,51 +117,84 @@ class CheckpointManager:
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         scaler: torch.amp.GradScaler,
     ) -> Path:
+        self.wait()  # one write in flight at a time, published in order
         final = self.dir / f"step_{step:08d}"
         tmp = self.dir / f".{final.name}.tmp"  # the same name on every rank
-        is_main = dist.get_rank() == 0
-        if is_main and tmp.exists():  # left by a save that was killed
+        if dist.get_rank() == 0 and tmp.exists():  # left by a save that was killed
             shutil.rmtree(tmp)
         dist.barrier()
+        # The train state as it is now: an async write is published steps later.
+        train_state = copy.deepcopy(
+            {
+                "step": step,
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+                "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            }
+        )
+        model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
+        state = {"model": model_state, "optimizer": optimizer_state}
+        publish = partial(self._publish, tmp, final, train_state)
         try:
-            model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
-            dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=tmp)
-            if is_main:
-                self._publish(step, tmp, final, scheduler, scaler)
+            if self.async_save:
+                future = dcp.async_save(state, checkpoint_id=tmp, process_group=self._host())
+                self._pending = (future, tmp, publish)
+            else:
+                dcp.save(state, checkpoint_id=tmp)
+                publish()
         except BaseException:
-            if is_main:
-                shutil.rmtree(tmp, ignore_errors=True)
+            self._discard(tmp)
             raise
-        dist.barrier()
         return final
 
-    def _publish(
-        self,
-        step: int,
-        tmp: Path,
-        final: Path,
-        scheduler: torch.optim.lr_scheduler.LRScheduler,
-        scaler: torch.amp.GradScaler,
-    ) -> None:
-        """Rank 0, once the shards are written: add the train state, then publish atomically."""
-        train_state = {
-            "step": step,
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict(),
-            "rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        }
-        torch.save(train_state, tmp / TRAIN_STATE)
-        for file in tmp.iterdir():
-            _fsync(file)
-        _fsync(tmp)
-        if final.exists():  # the same step saved again (a rerun): replace it whole
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        _fsync(self.dir)
-        for old in checkpoints(self.dir)[: -self.keep]:
-            shutil.rmtree(old)
-        log.info("checkpoint: step %d saved to %s", step, final)
+    def __enter__(self) -> "CheckpointManager":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.wait()  # the last save is on disk when the run ends, however it ends
+
+    def wait(self) -> None:
+        """Publish the async save in flight, once its write is done; a no-op without one."""
+        if self._pending is None:
+            return
+        future, tmp, publish = self._pending
+        self._pending = None
+        try:
+            future.result()
+            publish()
+        except BaseException:
+            self._discard(tmp)
+            raise
+
+    def _host(self) -> dist.ProcessGroup:
+        """A gloo group of its own for the background write's collectives: they run while
+        the training thread issues its own on the default group, and two threads sharing one
+        group would interleave their collectives."""
+        if self._host_group is None:
+            self._host_group = dist.new_group(backend="gloo")
+        return self._host_group
+
+    def _discard(self, tmp: Path) -> None:
+        if dist.get_rank() == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _publish(self, tmp: Path, final: Path, train_state: dict) -> None:
+        """Once every rank's shards are written: rank 0 adds the train state, fsyncs, and
+        renames the directory into place; the others wait for it."""
+        if dist.get_rank() == 0:
+            torch.save(train_state, tmp / TRAIN_STATE)
+            for file in tmp.iterdir():
+                _fsync(file)
+            _fsync(tmp)
+            if final.exists():  # the same step saved again (a rerun): replace it whole
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+            _fsync(self.dir)
+            for old in checkpoints(self.dir)[: -self.keep]:
+                shutil.rmtree(old)
+            log.info("checkpoint: step %d saved to %s", train_state["step"], final)
+        dist.barrier()
 
     def load_latest(
         self,
@@ -158,6 +204,7 @@ class CheckpointManager:
         scaler: torch.amp.GradScaler,
     ) -> int:
         """Restore the latest checkpoint, resharded to this run; return its step (0: none)."""
+        self.wait()
         found = checkpoints(self.dir)
         if not found:
             return 0
