@@ -68,6 +68,22 @@ class Question:
         return [c.value for c in self.choices if c.offered]
 
 
+def _from_preset(key: str, help_text: str) -> Question:
+    """A count the model_size preset fills in, which a person may override with --data."""
+    return Question(
+        key,
+        "int",
+        help_text,
+        default=lambda a: getattr(PRESETS[a["model_size"]], key),
+        default_jinja="{{ "
+        + repr({n: getattr(p, key) for n, p in PRESETS.items()})
+        + "[model_size] }}",
+        **_at_least_one(key),
+        computed=True,
+        advanced=True,
+    )
+
+
 def _at_least_one(key: str) -> dict[str, Any]:
     """The validator pair (Python and its Jinja mirror) for a count that must be >= 1."""
     return {
@@ -333,29 +349,12 @@ QUESTIONS: tuple[Question, ...] = (
         computed=True,
         derived_from=("model_size", "dim", "n_layers", "ffn_hidden_dim", "vocab_size"),
     ),
-    Question(
+    _from_preset(
         "batch_size",
-        "int",
         "Sequences per device per step in the starting config (from the model_size preset).",
-        default=lambda a: PRESETS[a["model_size"]].batch_size,
-        default_jinja="{{ "
-        + repr({n: p.batch_size for n, p in PRESETS.items()})
-        + "[model_size] }}",
-        **_at_least_one("batch_size"),
-        computed=True,
-        advanced=True,
     ),
-    Question(
-        "train_steps",
-        "int",
-        "Optimizer steps in the starting config (from the model_size preset).",
-        default=lambda a: PRESETS[a["model_size"]].train_steps,
-        default_jinja="{{ "
-        + repr({n: p.train_steps for n, p in PRESETS.items()})
-        + "[model_size] }}",
-        **_at_least_one("train_steps"),
-        computed=True,
-        advanced=True,
+    _from_preset(
+        "train_steps", "Optimizer steps in the starting config (from the model_size preset)."
     ),
     Question(
         "accelerator",
@@ -434,17 +433,9 @@ QUESTIONS: tuple[Question, ...] = (
         computed=True,
         derived_from=("gpus_per_node", "nodes"),
     ),
-    Question(
+    _from_preset(
         "tokens_per_step",
-        "int",
         "Tokens per optimizer step the starting config aims for (from the model_size preset).",
-        default=lambda a: PRESETS[a["model_size"]].tokens_per_step,
-        default_jinja="{{ "
-        + repr({n: p.tokens_per_step for n, p in PRESETS.items()})
-        + "[model_size] }}",
-        **_at_least_one("tokens_per_step"),
-        computed=True,
-        advanced=True,
     ),
     Question(
         "grad_accum_steps",
