@@ -5,6 +5,6 @@ from outside (see ``parallelize.py``), so this package reads the same in every l
 """
 
 from .args import ModelConfig
-from .transformer import Transformer, TransformerBlock
+from .transformer import FeedForward, Mixer, Norm, Transformer, TransformerBlock
 
-__all__ = ["ModelConfig", "Transformer", "TransformerBlock"]
+__all__ = ["FeedForward", "Mixer", "ModelConfig", "Norm", "Transformer", "TransformerBlock"]
