@@ -1,16 +1,10 @@
-{%- set fp32_norms = (["MLA's latent norm"] if attention == 'mla' else []) + (['QK-norm'] if qk_norm else []) -%}
 """The dtype the model computes in under autocast, for the tensors it casts itself, and what
 its modules keep for the backward, by the dtype they keep it in."""
 
 from dataclasses import dataclass
 
 import torch
-{%- if fp32_norms %}
-import torch.nn.functional as F
-from torch import Tensor, nn
-{%- else %}
 from torch import Tensor
-{%- endif %}
 
 
 def compute_dtype(x: Tensor) -> torch.dtype:
@@ -52,19 +46,3 @@ class Kept:
         return (
             residual_bytes * self.residual + compute_bytes * self.compute + FP32_BYTES * self.fp32
         )
-{%- if fp32_norms %}
-
-
-class Float32RMSNorm(nn.RMSNorm):
-    """An RMSNorm computed in fp32 whatever the dtypes of its input and its weight.
-
-    For {{ fp32_norms | join(' and ') }}, whose inputs come from low-precision matmuls.
-    The fused kernel needs input and weight in one dtype: the weight is fp32 under autocast,
-    but bf16 where the whole model is cast (FSDP2's mixed precision, generation), so both
-    are upcast here. The output comes back in the input's dtype.
-    """
-
-    def forward(self, x: Tensor) -> Tensor:
-        weight = self.weight.float()  # the parameter itself when it is fp32 already
-        return F.rms_norm(x.float(), self.normalized_shape, weight, self.eps).type_as(x)
-{%- endif %}
