@@ -23,6 +23,9 @@ NUMERIC_LEVELS: dict[str, tuple[Any, ...]] = {
     "latency_ms": (0.0, 5.0),
 }
 FIXED: Answers = {"project_name": "variant"}
+# A layout that shards over several devices is valid only beside a device count that has them:
+# a value or a pair is offered where it is valid as it is or on two GPUs.
+ENABLING: Answers = {"gpus_per_node": 2}
 # Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
 # more_capacity only moves ffn's default, and every row sets ffn itself.
 SKIPPED = {"package_name", "seq_len", "loss_scaling", "more_capacity"}
@@ -41,7 +44,7 @@ def factors() -> dict[str, tuple[Any, ...]]:
             out[q.key] = tuple(q.offered_values())
     # A value no answer set can take (speculative=true needs a serving deployment, which this
     # version does not render) is left to the negative tests.
-    return {k: tuple(v for v in vs if _valid({**FIXED, k: v})) for k, vs in out.items()}
+    return {k: tuple(v for v in vs if offered({k: v})) for k, vs in out.items()}
 
 
 def _valid(answers: Answers) -> bool:
@@ -52,6 +55,16 @@ def _valid(answers: Answers) -> bool:
     return True
 
 
+def enabled(answers: Answers) -> Answers:
+    """``answers`` with ``FIXED``, and on two GPUs where they are invalid on the default one."""
+    plain = {**FIXED, **answers}
+    return plain if _valid(plain) else {**FIXED, **ENABLING, **answers}
+
+
+def offered(answers: Answers) -> bool:
+    return _valid(enabled(answers))
+
+
 def covering_array() -> list[Answers]:
     levels = factors()
     keys = list(levels)
@@ -60,14 +73,14 @@ def covering_array() -> list[Answers]:
         for a, b in itertools.combinations(keys, 2)
         for va in levels[a]
         for vb in levels[b]
-        if _valid({**FIXED, a: va, b: vb})
+        if offered({a: va, b: vb})
     }
     rows: list[Answers] = []
     while uncovered:
         # Seed with the first uncovered pair, then fill each factor with the value that covers
         # the most remaining pairs while keeping the row valid.
         a, va, b, vb = min(uncovered, key=repr)
-        row: Answers = {a: va, b: vb}
+        row: Answers = {k: v for k, v in enabled({a: va, b: vb}).items() if k not in FIXED}
         for key in keys:
             if key in row:
                 continue
