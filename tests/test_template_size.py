@@ -1,0 +1,23 @@
+"""The template's Python files keep their Jinja to a budget.
+
+Every ``{%`` tag in a ``.py`` template is a branch a maintainer reads in two languages at once.
+A choice that changes a whole module is a file of its own (a file name with a condition); a
+choice that a project may change later is plain config; only what neither fits stays a tag.
+Raising the budget is a decision: say in the commit which tags are worth it and why.
+"""
+
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "template"
+BUDGET = 342  # half the 683 tags of the first full text-LM template
+
+
+def test_python_templates_stay_within_their_jinja_budget():
+    counts = {
+        path.relative_to(TEMPLATE): path.read_text().count("{%")
+        for path in TEMPLATE.rglob("*.py*")
+        if path.is_file()
+    }
+    total = sum(counts.values())
+    largest = sorted(counts.items(), key=lambda item: -item[1])[:5]
+    assert total <= BUDGET, f"{total} tags over a budget of {BUDGET}; the largest: {largest}"
