@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..config import Config, ConfigError
-from ..data.tokenizer import ByteTokenizer
+from ..data.tokenizer import load_tokenizer
 from ..device import select_device, synchronize
 from ..model import Transformer
 from ..training.checkpoint import load_model_weights
@@ -141,7 +141,7 @@ def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
 def sample_text(cfg: Config) -> list[str]:
     """The ``generate`` command: ``generate.batch_size`` continuations of ``generate.prompt``."""
     g = cfg.generate
-    tokenizer = ByteTokenizer()
+    tokenizer = load_tokenizer(cfg.data)
     ids = tokenizer.encode(g.prompt)
     context_len = cfg.model.max_seq_len
     if not ids:

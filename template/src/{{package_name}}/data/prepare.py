@@ -1,0 +1,144 @@
+"""The ``prepare`` command: a corpus of text files to token shards, once, before training.
+
+``data.corpus`` names the text: ``builtin``, a UTF-8 file, or a folder, whose ``.txt`` and
+``.md`` files (recursively, in sorted order) are the documents. Each document is tokenized
+with ``data.tokenizer`` (``bpe`` is trained here first, on this corpus), followed by the
+tokenizer's end-of-document token where it has one; the last ``data.val_fraction`` of the
+tokens is the validation split, the rest the training split, as the in-memory path splits
+them. The shards and their manifest go to ``data.prepared`` (see ``shards.py``).
+
+Running it again on the same sources with the same tokenizer finds the manifest and does
+nothing; anything else is prepared afresh.
+"""
+
+import hashlib
+import logging
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..config import Config, ConfigError
+from .shards import Manifest, dtype_for, write_shards
+from .tokenizer import ByteTokenizer, load_tokenizer, tokenizer_path, train_bpe
+
+log = logging.getLogger(__name__)
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+def source_files(corpus: str) -> list[Path]:
+    """The documents of ``data.corpus``: the built-in corpus, a file, or a folder's text files."""
+    if corpus == "builtin":
+        return [Path(str(files(__package__).joinpath("corpus.txt")))]
+    path = Path(corpus)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES and p.is_file())
+        if not found:
+            raise ConfigError(
+                f"data.corpus: the folder {corpus} holds no {' or '.join(TEXT_SUFFIXES)} files: "
+                "put the text there, or point data.corpus at a file"
+            )
+        return found
+    raise ConfigError(
+        f"data.corpus: no such file or folder {corpus!r} (or use data.corpus=builtin)"
+    )
+
+
+def read_text(path: Path) -> tuple[str, dict]:
+    """A document's text, undecodable bytes replaced by U+FFFD, and what the manifest says of
+    its source."""
+    raw = path.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    replaced = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+    if replaced:
+        log.warning("%s: %d undecodable byte sequences, each replaced by U+FFFD", path, replaced)
+    source = {
+        "path": str(path),
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "replaced": replaced,
+    }
+    return text, source
+
+
+def prepare(cfg: Config) -> dict:
+    """Tokenize ``data.corpus`` into shards in ``data.prepared``; returns the summary line."""
+    data = cfg.data
+    if not data.prepared:
+        raise ConfigError(
+            "data.prepared is not set: give the folder for the shards, e.g. data.prepared=prepared"
+        )
+    out = Path(data.prepared)
+    paths = source_files(data.corpus)
+    documents, sources = zip(*(read_text(p) for p in paths), strict=True)
+    if not any(documents):
+        raise ConfigError(f"data.corpus {data.corpus}: the text is empty: nothing to train on")
+    out.mkdir(parents=True, exist_ok=True)
+
+    done = Manifest.read(out)
+    if done is not None and done.sources == list(sources) and _same_tokenizer(cfg, done):
+        log.info("%s already holds these sources, tokenized the same way", out)
+        return summary(out, done)
+
+    if data.tokenizer == "bpe":
+        if cfg.model.vocab_size <= ByteTokenizer.vocab_size + 1:
+            raise ConfigError(
+                f"data.tokenizer=bpe with model.vocab_size = {cfg.model.vocab_size}: a BPE "
+                "needs more entries than its 256 bytes and the end-of-document token; raise "
+                "model.vocab_size (e.g. 8192)"
+            )
+        log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
+        tokenizer = train_bpe(iter(documents), cfg.model.vocab_size, tokenizer_path(data))
+    else:
+        tokenizer = load_tokenizer(data)
+    if tokenizer.vocab_size > cfg.model.vocab_size:
+        raise ConfigError(
+            f"data.tokenizer has {tokenizer.vocab_size} tokens, more than model.vocab_size = "
+            f"{cfg.model.vocab_size}: raise model.vocab_size to at least {tokenizer.vocab_size}"
+        )
+
+    ids: list[int] = []
+    for tokens in tqdm(_encode(tokenizer, documents), total=len(documents), desc="prepare"):
+        ids += tokens
+        if tokenizer.eot_id is not None:
+            ids.append(tokenizer.eot_id)
+    split = len(ids) - int(len(ids) * data.val_fraction)
+    dtype = dtype_for(tokenizer.vocab_size)
+    splits = {
+        "train": write_shards(out, "train", ids[:split], dtype),
+        "val": write_shards(out, "val", ids[split:], dtype),
+    }
+    manifest = Manifest(tokenizer.fingerprint, tokenizer.vocab_size, dtype, splits, list(sources))
+    manifest.write(out)  # last: its presence says the shards are complete
+    return summary(out, manifest)
+
+
+def _encode(tokenizer, documents: tuple[str, ...]) -> Iterator[list[int]]:
+    """Token ids of each document; a Hugging Face tokenizer encodes them in batches."""
+    if hasattr(tokenizer, "encode_batch"):
+        for start in range(0, len(documents), 64):
+            yield from tokenizer.encode_batch(list(documents[start : start + 64]))
+    else:
+        yield from (tokenizer.encode(text) for text in documents)
+
+
+def _same_tokenizer(cfg: Config, manifest: Manifest) -> bool:
+    try:
+        return load_tokenizer(cfg.data).fingerprint == manifest.tokenizer
+    except ConfigError:
+        return False
+
+
+def summary(out: Path, manifest: Manifest) -> dict:
+    return {
+        "prepared": str(out),
+        "tokenizer": manifest.tokenizer,
+        "vocab_size": manifest.vocab_size,
+        "dtype": manifest.dtype,
+        "train_tokens": manifest.tokens("train"),
+        "val_tokens": manifest.tokens("val"),
+        "replaced_bytes": sum(s["replaced"] for s in manifest.sources),
+    }

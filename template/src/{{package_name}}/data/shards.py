@@ -1,0 +1,109 @@
+"""Token shards: the format ``prepare`` writes and training reads.
+
+A prepared directory (``data.prepared``) holds each split as shards of token ids,
+``train-00000.bin``, ``val-00000.bin``, ..., raw little-endian ``uint16`` for vocabularies up to
+65,536 and ``uint32`` beyond, and ``manifest.json``: the tokenizer's fingerprint and vocabulary,
+the dtype, each shard's token count, and each source file's size, SHA-256 and replaced bytes.
+Training maps the shards into memory (``torch.from_file``), so a corpus of billions of tokens
+costs no RAM until a window is read. The manifest is written last: a directory without one
+holds an interrupted ``prepare``, which a rerun redoes.
+"""
+
+import json
+from array import array
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+MANIFEST = "manifest.json"
+SHARD_TOKENS = 1 << 26  # tokens per shard: 128 MB of uint16
+DTYPES = {"uint16": (torch.uint16, "H"), "uint32": (torch.uint32, "I")}  # torch's, array's
+
+
+def dtype_for(vocab_size: int) -> str:
+    return "uint16" if vocab_size <= 1 << 16 else "uint32"
+
+
+@dataclass
+class Manifest:
+    tokenizer: str  # the tokenizer's fingerprint
+    vocab_size: int
+    dtype: str
+    splits: dict[str, list[tuple[str, int]]]  # split -> (shard file, tokens)
+    sources: list[dict] = field(default_factory=list)  # path, bytes, sha256, replaced
+
+    @classmethod
+    def read(cls, directory: Path) -> "Manifest | None":
+        path = directory / MANIFEST
+        if not path.is_file():
+            return None
+        raw = json.loads(path.read_text())
+        raw["splits"] = {k: [tuple(s) for s in v] for k, v in raw["splits"].items()}
+        return cls(**raw)
+
+    def write(self, directory: Path) -> None:
+        write_atomic(directory / MANIFEST, json.dumps(asdict(self), indent=2).encode())
+
+    def tokens(self, split: str) -> int:
+        return sum(n for _, n in self.splits[split])
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def write_shards(directory: Path, split: str, ids: list[int], dtype: str) -> list[tuple[str, int]]:
+    """``ids`` as shards of at most ``SHARD_TOKENS``; returns (file, tokens) per shard."""
+    shards = []
+    for index, start in enumerate(range(0, max(len(ids), 1), SHARD_TOKENS)):
+        chunk = ids[start : start + SHARD_TOKENS]
+        name = f"{split}-{index:05d}.bin"
+        write_atomic(directory / name, array(DTYPES[dtype][1], chunk).tobytes())
+        shards.append((name, len(chunk)))
+    return shards
+
+
+class TokenStream:
+    """The tokens of one split, in parts (memory-mapped shards, or one in-memory tensor), read
+    as one sequence."""
+
+    def __init__(self, parts: list[Tensor]) -> None:
+        self.parts = parts
+        lengths = torch.tensor([len(p) for p in parts])
+        self.ends = lengths.cumsum(0)
+
+    @classmethod
+    def from_shards(cls, directory: Path, manifest: Manifest, split: str) -> "TokenStream":
+        dtype = DTYPES[manifest.dtype][0]
+        parts = [
+            torch.from_file(str(directory / name), shared=False, size=n, dtype=dtype)
+            for name, n in manifest.splits[split]
+            if n
+        ]
+        return cls(parts)
+
+    def __len__(self) -> int:
+        return int(self.ends[-1]) if len(self.parts) else 0
+
+    def windows(self, starts: Tensor, length: int) -> Tensor:
+        """Rows of ``length`` tokens from each of ``starts``, as int64 (batch, length)."""
+        offsets = torch.arange(length)
+        if len(self.parts) == 1:
+            return self.parts[0][starts[:, None] + offsets].long()
+        return torch.stack([self._window(int(s), length) for s in starts])
+
+    def _window(self, start: int, length: int) -> Tensor:
+        pieces, end = [], start + length
+        first = int(torch.searchsorted(self.ends, start, right=True))
+        for index in range(first, len(self.parts)):
+            begin = int(self.ends[index]) - len(self.parts[index])
+            lo, hi = max(start, begin) - begin, min(end, int(self.ends[index])) - begin
+            pieces.append(self.parts[index][lo:hi].long())
+            if self.ends[index] >= end:
+                break
+        return torch.cat(pieces)
