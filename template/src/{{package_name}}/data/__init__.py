@@ -4,8 +4,8 @@ Two sources, one sampler:
 
 - ``data.prepared`` set: the token shards ``prepare`` wrote there (``shards.py``), memory-mapped,
   after checking that they were made by the configured tokenizer;
-- otherwise ``data.corpus`` read whole as bytes, which the byte tokenizer needs no pass to
-  encode. The built-in corpus, ``corpus.txt`` (about 590 KB of English prose), is the
+- otherwise ``data.corpus``'s documents read whole as bytes, which the byte tokenizer needs no
+  pass to encode. The built-in corpus, ``corpus.txt`` (about 590 KB of English prose), is the
   docstrings of a fixed list of Python 3.11 standard-library modules and of their public
   classes and functions, in a fixed order, as ``inspect.getdoc`` returns them (Python Software
   Foundation License). It ships inside the package, so training needs no download.
@@ -21,15 +21,33 @@ from ..config import Config, ConfigError, DataConfig
 from .shards import Manifest, TokenStream
 from .tokenizer import load_tokenizer
 
+TEXT_SUFFIXES = (".txt", ".md")
+
+
+def source_files(corpus: str) -> list[Path]:
+    """The documents of ``data.corpus``: the built-in corpus, a file, or a folder's text files
+    (recursively, in sorted order)."""
+    if corpus == "builtin":
+        return [Path(str(files(__package__).joinpath("corpus.txt")))]
+    path = Path(corpus)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES and p.is_file())
+        if not found:
+            raise ConfigError(
+                f"data.corpus: the folder {corpus} holds no {' or '.join(TEXT_SUFFIXES)} files: "
+                "put the text there, or point data.corpus at a file"
+            )
+        return found
+    raise ConfigError(
+        f"data.corpus: no such file or folder {corpus!r} (or use data.corpus=builtin)"
+    )
+
 
 def load_corpus(corpus: str) -> bytes:
-    """The bytes of the built-in corpus (``"builtin"``) or of a text file."""
-    if corpus == "builtin":
-        return files(__package__).joinpath("corpus.txt").read_bytes()
-    path = Path(corpus)
-    if not path.is_file():
-        raise ConfigError(f"data.corpus: no such file {corpus!r} (or use data.corpus=builtin)")
-    return path.read_bytes()
+    """The bytes of ``data.corpus``'s documents, joined as they are."""
+    return b"".join(path.read_bytes() for path in source_files(corpus))
 
 
 def byte_streams(data: bytes, val_fraction: float) -> tuple[TokenStream, TokenStream]:

@@ -13,38 +13,17 @@ nothing; anything else is prepared afresh.
 
 import hashlib
 import logging
-from collections.abc import Iterator
-from importlib.resources import files
+from array import array
 from pathlib import Path
 
 from tqdm import tqdm
 
 from ..config import Config, ConfigError
-from .shards import Manifest, dtype_for, write_shards
-from .tokenizer import ByteTokenizer, load_tokenizer, tokenizer_path, train_bpe
+from . import source_files
+from .shards import DTYPES, MANIFEST, Manifest, dtype_for, write_shards
+from .tokenizer import ByteTokenizer, Tokenizer, load_tokenizer, tokenizer_path, train_bpe
 
 log = logging.getLogger(__name__)
-TEXT_SUFFIXES = (".txt", ".md")
-
-
-def source_files(corpus: str) -> list[Path]:
-    """The documents of ``data.corpus``: the built-in corpus, a file, or a folder's text files."""
-    if corpus == "builtin":
-        return [Path(str(files(__package__).joinpath("corpus.txt")))]
-    path = Path(corpus)
-    if path.is_file():
-        return [path]
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES and p.is_file())
-        if not found:
-            raise ConfigError(
-                f"data.corpus: the folder {corpus} holds no {' or '.join(TEXT_SUFFIXES)} files: "
-                "put the text there, or point data.corpus at a file"
-            )
-        return found
-    raise ConfigError(
-        f"data.corpus: no such file or folder {corpus!r} (or use data.corpus=builtin)"
-    )
 
 
 def read_text(path: Path) -> tuple[str, dict]:
@@ -78,11 +57,13 @@ def prepare(cfg: Config) -> dict:
         raise ConfigError(f"data.corpus {data.corpus}: the text is empty: nothing to train on")
     out.mkdir(parents=True, exist_ok=True)
 
+    recipe = f"bpe:{cfg.model.vocab_size}" if data.tokenizer == "bpe" else data.tokenizer
     done = Manifest.read(out)
-    if done is not None and done.sources == list(sources) and _same_tokenizer(cfg, done):
+    if done and (done.sources, done.recipe) == (list(sources), recipe) and _unchanged(cfg, done):
         log.info("%s already holds these sources, tokenized the same way", out)
         return summary(out, done)
 
+    staged = out / "tokenizer.new.json"  # a trained BPE, until its shards are written
     if data.tokenizer == "bpe":
         if cfg.model.vocab_size <= ByteTokenizer.vocab_size + 1:
             raise ConfigError(
@@ -91,7 +72,7 @@ def prepare(cfg: Config) -> dict:
                 "model.vocab_size (e.g. 8192)"
             )
         log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
-        tokenizer = train_bpe(iter(documents), cfg.model.vocab_size, tokenizer_path(data))
+        tokenizer: Tokenizer = train_bpe(iter(documents), cfg.model.vocab_size, staged)
     else:
         tokenizer = load_tokenizer(data)
     if tokenizer.vocab_size > cfg.model.vocab_size:
@@ -100,32 +81,33 @@ def prepare(cfg: Config) -> dict:
             f"{cfg.model.vocab_size}: raise model.vocab_size to at least {tokenizer.vocab_size}"
         )
 
-    ids: list[int] = []
-    for tokens in tqdm(_encode(tokenizer, documents), total=len(documents), desc="prepare"):
-        ids += tokens
-        if tokenizer.eot_id is not None:
-            ids.append(tokenizer.eot_id)
-    split = len(ids) - int(len(ids) * data.val_fraction)
+    (out / MANIFEST).unlink(missing_ok=True)  # from here on, the folder is an unfinished prepare
     dtype = dtype_for(tokenizer.vocab_size)
+    ids = array(DTYPES[dtype][1])  # 2 or 4 bytes a token, not a Python int's 28
+    with tqdm(total=len(documents), desc="prepare", unit="doc") as progress:
+        for start in range(0, len(documents), 64):
+            batch = list(documents[start : start + 64])
+            for tokens in tokenizer.encode_batch(batch):
+                ids.extend(tokens)
+                if tokenizer.eot_id is not None:
+                    ids.append(tokenizer.eot_id)
+            progress.update(len(batch))
+    split = len(ids) - int(len(ids) * data.val_fraction)
     splits = {
         "train": write_shards(out, "train", ids[:split], dtype),
         "val": write_shards(out, "val", ids[split:], dtype),
     }
-    manifest = Manifest(tokenizer.fingerprint, tokenizer.vocab_size, dtype, splits, list(sources))
+    if data.tokenizer == "bpe":
+        staged.replace(tokenizer_path(data))
+    manifest = Manifest(
+        tokenizer.fingerprint, recipe, tokenizer.vocab_size, dtype, splits, list(sources)
+    )
     manifest.write(out)  # last: its presence says the shards are complete
     return summary(out, manifest)
 
 
-def _encode(tokenizer, documents: tuple[str, ...]) -> Iterator[list[int]]:
-    """Token ids of each document; a Hugging Face tokenizer encodes them in batches."""
-    if hasattr(tokenizer, "encode_batch"):
-        for start in range(0, len(documents), 64):
-            yield from tokenizer.encode_batch(list(documents[start : start + 64]))
-    else:
-        yield from (tokenizer.encode(text) for text in documents)
-
-
-def _same_tokenizer(cfg: Config, manifest: Manifest) -> bool:
+def _unchanged(cfg: Config, manifest: Manifest) -> bool:
+    """Whether the tokenizer file ``data.tokenizer`` names is still the one of ``manifest``."""
     try:
         return load_tokenizer(cfg.data).fingerprint == manifest.tokenizer
     except ConfigError:

@@ -29,6 +29,7 @@ def dtype_for(vocab_size: int) -> str:
 @dataclass
 class Manifest:
     tokenizer: str  # the tokenizer's fingerprint
+    recipe: str  # data.tokenizer as asked: byte, a path, or bpe:<model.vocab_size>
     vocab_size: int
     dtype: str
     splits: dict[str, list[tuple[str, int]]]  # split -> (shard file, tokens)
@@ -57,13 +58,14 @@ def write_atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def write_shards(directory: Path, split: str, ids: list[int], dtype: str) -> list[tuple[str, int]]:
-    """``ids`` as shards of at most ``SHARD_TOKENS``; returns (file, tokens) per shard."""
+def write_shards(directory: Path, split: str, ids: array, dtype: str) -> list[tuple[str, int]]:
+    """``ids`` (an array of ``dtype``) as shards of at most ``SHARD_TOKENS``; returns (file,
+    tokens) per shard."""
     shards = []
     for index, start in enumerate(range(0, max(len(ids), 1), SHARD_TOKENS)):
         chunk = ids[start : start + SHARD_TOKENS]
         name = f"{split}-{index:05d}.bin"
-        write_atomic(directory / name, array(DTYPES[dtype][1], chunk).tobytes())
+        write_atomic(directory / name, chunk.tobytes())
         shards.append((name, len(chunk)))
     return shards
 

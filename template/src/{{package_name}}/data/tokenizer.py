@@ -9,10 +9,10 @@
   entries, and saves as ``tokenizer.json`` beside the shards (``data.prepared``).
 - a path to a ``tokenizer.json`` you already have (Llama 3's, GPT-2's, ...), read as it is.
 
-Every tokenizer has ``encode``, ``decode``, ``vocab_size``, ``eot_id`` (the end-of-document
-token that ``prepare`` appends to each document; the byte tokenizer has none) and
-``fingerprint``, which the shards' manifest records so that training refuses shards made by
-another tokenizer.
+Every tokenizer has ``encode``, ``encode_batch``, ``decode``, ``vocab_size``, ``eot_id`` (the
+end-of-document token that ``prepare`` appends to each document; the byte tokenizer has none)
+and ``fingerprint``, which the shards' manifest records so that training refuses shards made
+by another tokenizer.
 """
 
 import hashlib
@@ -33,6 +33,8 @@ class Tokenizer(Protocol):
 
     def encode(self, text: str) -> list[int]: ...
 
+    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
     def decode(self, ids: Iterable[int]) -> str: ...
 
 
@@ -43,6 +45,9 @@ class ByteTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Bytes back to text; invalid UTF-8 becomes U+FFFD instead of raising.
