@@ -1,6 +1,6 @@
-"""Training text as batches of token windows.
+"""Training text as windows of tokens, batched by ``loader.py``.
 
-Two sources, one sampler:
+Two sources of tokens, one dataset (``TokenWindows``) over either:
 
 - ``data.prepared`` set: the token shards ``prepare`` wrote there (``shards.py``), memory-mapped,
   after checking that they were made by the configured tokenizer;
@@ -11,13 +11,16 @@ Two sources, one sampler:
   Foundation License). It ships inside the package, so training needs no download.
 """
 
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 import torch
 from torch import Tensor
+from torch.utils.data import DataLoader, Dataset
 
 from ..config import Config, ConfigError, DataConfig
+from .loader import Batches, validation_batches
 from .shards import Manifest, TokenStream
 from .tokenizer import load_tokenizer
 
@@ -91,55 +94,61 @@ def token_streams(cfg: DataConfig, vocab_size: int) -> tuple[TokenStream, TokenS
     )
 
 
-class Batches:
-    """Random windows of the training and validation tokens.
+class TokenWindows(Dataset):
+    """A split's tokens as windows of ``seq_len + 1`` (inputs and their next tokens), each
+    starting where the last one's inputs end: an epoch reads every token once. A window is
+    read from the shards when asked for, so the dataset holds no tokens itself."""
 
-    Every batch is drawn from its own generator, seeded from (seed, index): the batch at
-    step k is the same whether the run went straight to k or was resumed from a checkpoint,
-    and the validation batches are the same at every evaluation.
-    """
+    def __init__(self, tokens: TokenStream, seq_len: int) -> None:
+        self.tokens, self.seq_len = tokens, seq_len
 
-    def __init__(
-        self,
-        train: TokenStream,
-        val: TokenStream,
-        seq_len: int,
-        batch_size: int,
-        seed: int,
-        device: torch.device | str = "cpu",
-    ) -> None:
-        for split, part in (("train", train), ("validation", val)):
-            if len(part) < seq_len + 1:
-                raise ConfigError(
-                    f"the {split} split has {len(part)} tokens, fewer than train.seq_len + 1 = "
-                    f"{seq_len + 1} (a window and its next token): use a larger corpus or "
-                    "change data.val_fraction"
-                )
-        self.train_tokens, self.val_tokens = train, val
-        self.seq_len = seq_len
-        self.batch_size = batch_size
-        self.seed = seed
-        self.device = torch.device(device)
+    def __len__(self) -> int:
+        return (len(self.tokens) - 1) // self.seq_len
+
+    def __getitem__(self, index: int) -> Tensor:
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices: list[int]) -> list[Tensor]:
+        """A batch's windows in one read (the DataLoader asks for them so)."""
+        starts = torch.tensor(indices) * self.seq_len
+        return list(self.tokens.windows(starts, self.seq_len + 1))
+
+
+def next_tokens(windows: list[Tensor]) -> tuple[Tensor, Tensor]:
+    """The collate of ``TokenWindows``: inputs, and targets shifted by one."""
+    batch = torch.stack(windows)
+    return batch[:, :-1], batch[:, 1:]
+
+
+def text_datasets(cfg: Config) -> tuple[TokenWindows, TokenWindows]:
+    """The training and validation windows ``cfg`` names."""
+    train, val = token_streams(cfg.data, cfg.model.vocab_size)
+    seq_len = cfg.train.seq_len
+    for split, part in (("train", train), ("validation", val)):
+        if len(part) < seq_len + 1:
+            raise ConfigError(
+                f"the {split} split has {len(part)} tokens, fewer than train.seq_len + 1 = "
+                f"{seq_len + 1} (a window and its next token): use a larger corpus or "
+                "change data.val_fraction"
+            )
+    return TokenWindows(train, seq_len), TokenWindows(val, seq_len)
+
+
+@dataclass
+class Data:
+    """A run's data on one rank: the endless training batches, and the fixed validation
+    batches (on the host; ``evaluate`` moves them)."""
+
+    train: Batches
+    val: DataLoader
 
     @classmethod
-    def from_config(cls, cfg: Config, device: torch.device) -> "Batches":
-        """The batches of ``cfg``'s run: its data, sequence length, batch size and seed."""
-        train, val = token_streams(cfg.data, cfg.model.vocab_size)
-        tc = cfg.train
-        return cls(train, val, tc.seq_len, tc.batch_size, tc.seed, device)
-
-    def train(self, step: int) -> tuple[Tensor, Tensor]:
-        """Inputs and targets (batch, seq_len) for training step ``step``."""
-        return self._windows(self.train_tokens, step)
-
-    def val(self, index: int) -> tuple[Tensor, Tensor]:
-        """The ``index``-th validation batch."""
-        return self._windows(self.val_tokens, index)
-
-    def _windows(self, tokens: TokenStream, index: int) -> tuple[Tensor, Tensor]:
-        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
-        # A window is seq_len + 1 tokens (inputs and the targets shifted by one): every start
-        # from 0 to len - seq_len - 1 fits, the last included.
-        starts = torch.randint(len(tokens) - self.seq_len, (self.batch_size,), generator=generator)
-        window = tokens.windows(starts, self.seq_len + 1).to(self.device, non_blocking=True)
-        return window[:, :-1], window[:, 1:]
+    def from_config(
+        cls, cfg: Config, device: torch.device, rank: int = 0, world_size: int = 1
+    ) -> "Data":
+        train, val = text_datasets(cfg)
+        tc, where = cfg.train, (device, rank, world_size)
+        return cls(
+            Batches(train, next_tokens, cfg.data, tc.batch_size, tc.seed, *where),
+            validation_batches(val, next_tokens, cfg.data, tc.batch_size, tc.eval_batches, *where),
+        )

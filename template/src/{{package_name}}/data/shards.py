@@ -78,6 +78,7 @@ class TokenStream:
         self.parts = parts
         lengths = torch.tensor([len(p) for p in parts])
         self.ends = lengths.cumsum(0)
+        self.source: tuple[Path, Manifest, str] | None = None  # where mapped shards come from
 
     @classmethod
     def from_shards(cls, directory: Path, manifest: Manifest, split: str) -> "TokenStream":
@@ -87,7 +88,16 @@ class TokenStream:
             for name, n in manifest.splits[split]
             if n
         ]
-        return cls(parts)
+        stream = cls(parts)
+        stream.source = (directory, manifest, split)
+        return stream
+
+    def __reduce_ex__(self, protocol: int):
+        """A DataLoader worker started by spawn or forkserver maps the shards anew, rather
+        than receive every token through a pipe."""
+        if self.source is None:
+            return super().__reduce_ex__(protocol)
+        return TokenStream.from_shards, self.source
 
     def __len__(self) -> int:
         return int(self.ends[-1]) if len(self.parts) else 0

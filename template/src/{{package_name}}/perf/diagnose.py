@@ -89,6 +89,9 @@ class Setup:
     tokens_per_device: int  # batch x sequence length in one step on one device
     fp8_rendered: bool  # whether this project carries the float8 training path
     other_ops_fraction: float | None = None  # of the step outside matmuls and attention, profiled
+    num_workers: int = 0  # the [data] loader's
+    prefetch_factor: int = 2
+    pin_memory: bool = True
 
 
 @dataclass(frozen=True)
@@ -153,20 +156,47 @@ def _first_check(m: Metrics) -> Diagnosis:
     )
 
 
+def _data_fixes(s: Setup) -> list[Recommendation]:
+    """The [data] loader's settings that hide the wait for a batch, from the run's own."""
+    if s.num_workers == 0:
+        fixes = [
+            Recommendation(
+                "Build batches in DataLoader worker processes, ahead of the step",
+                "the next batch is ready when the step ends, instead of built after it",
+                "data.num_workers=2",
+            )
+        ]
+    else:
+        fixes = [
+            Recommendation(
+                "More DataLoader workers",
+                "batches are built in parallel, as many at once as there are workers",
+                f"data.num_workers={2 * s.num_workers}",
+            ),
+            Recommendation(
+                "Keep more batches ready per worker",
+                "a slow read is absorbed by the batches already waiting",
+                f"data.prefetch_factor={2 * s.prefetch_factor}",
+            ),
+        ]
+    if s.device == "cuda" and not s.pin_memory:
+        fixes.append(
+            Recommendation(
+                "Page-locked batches",
+                "the copy to the GPU runs asynchronously, beside the step",
+                "data.pin_memory=true",
+            )
+        )
+    return fixes
+
+
 def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
     """The fixes that apply to this run, by the bottleneck they address, in order of payoff."""
     low_precision = s.precision in ("bf16", "fp16", "fp8")
     family = s.accelerator.split()[0] if s.accelerator else None  # "h100 pcie" is an H100
     out: dict[str, list[Recommendation]] = {key: [] for key in BOTTLENECKS}
 
-    out[DATA].append(
-        Recommendation(
-            "Build batches ahead of the step: a DataLoader with num_workers, pin_memory and "
-            "prefetch_factor, or assembly on the device",
-            "the device stops idling between steps",
-            "data/__init__.py (Batches)",
-        )
-    )
+    out[DATA] = _data_fixes(s)
 
     if s.compile != "max-autotune" and s.device == "cuda":
         out[LAUNCH].append(

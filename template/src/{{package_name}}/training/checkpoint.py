@@ -10,7 +10,8 @@ state is flattened with ``StateDictOptions(flatten_optimizer_state_dict=True)``)
 do not depend on how the model was wrapped or sharded.
 
 A save is atomic: the ranks write into a temporary directory, rank 0 adds ``train_state.pt``
-(LR schedule, loss scale, step, RNG; read back with ``torch.load(weights_only=True)``),
+(LR schedule, loss scale, step, RNG, the data loader's position; read back with
+``torch.load(weights_only=True)``),
 fsyncs everything, and renames the directory into place once all ranks are done: a
 ``step_*`` directory is complete or absent, whenever a process dies. ``checkpoint.dir``
 must be on a filesystem that every rank sees. ``consolidate`` writes the weights of a
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -43,6 +45,15 @@ from torch.distributed.checkpoint.state_dict import (
 from ..config import ConfigError
 
 log = logging.getLogger(__name__)
+
+
+class Stateful(Protocol):
+    """What the data loader offers the checkpoint (``data.loader.Batches``)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
 
 STEP_DIR = re.compile(r"step_(\d{8})")
 TRAIN_STATE = "train_state.pt"
@@ -116,6 +127,7 @@ class CheckpointManager:
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         scaler: torch.amp.GradScaler,
+        data: Stateful | None = None,
     ) -> Path:
         self.wait()  # one write in flight at a time, published in order
         final = self.dir / f"step_{step:08d}"
@@ -131,6 +143,8 @@ class CheckpointManager:
                 "scaler": scaler.state_dict(),
                 "rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                # The same on every rank: the samples the whole run has consumed.
+                "data": data.state_dict() if data is not None else {},
             }
         )
         model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
@@ -202,8 +216,12 @@ class CheckpointManager:
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         scaler: torch.amp.GradScaler,
+        data: Stateful | None = None,
     ) -> int:
-        """Restore the latest checkpoint, resharded to this run; return its step (0: none)."""
+        """Restore the latest checkpoint, resharded to this run; return its step (0: none).
+
+        ``data`` resumes at the first sample the checkpointed run had not trained on.
+        """
         self.wait()
         found = checkpoints(self.dir)
         if not found:
@@ -226,6 +244,10 @@ class CheckpointManager:
         torch.set_rng_state(train_state["rng"])
         if train_state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(train_state["cuda_rng"])
+        if data is not None and train_state.get("data"):
+            data.load_state_dict(train_state["data"])
+        elif data is not None:
+            log.warning("%s holds no data position: the data starts from its beginning", path)
         log.info("checkpoint: resumed from %s", path)
         return train_state["step"]
 
