@@ -19,10 +19,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from ..config import Config, ConfigError, DataConfig
+from ..config import Config, ConfigError
 from .loader import Batches, validation_batches
 from .shards import Manifest, TokenStream
-from .tokenizer import load_tokenizer
+from .tokenizer import ByteTokenizer, check_vocab, load_tokenizer
 
 TEXT_SUFFIXES = (".txt", ".md")
 
@@ -60,34 +60,32 @@ def byte_streams(data: bytes, val_fraction: float) -> tuple[TokenStream, TokenSt
     return TokenStream([tokens[:split]]), TokenStream([tokens[split:]])
 
 
-def token_streams(cfg: DataConfig, vocab_size: int) -> tuple[TokenStream, TokenStream]:
-    """The training and validation tokens ``cfg`` names (see the module's docstring)."""
-    if not cfg.prepared:
-        if cfg.tokenizer != "byte":
+def token_streams(cfg: Config) -> tuple[TokenStream, TokenStream]:
+    """The training and validation tokens ``cfg.data`` names (see the module's docstring)."""
+    data = cfg.data
+    if not data.prepared:
+        if data.tokenizer != "byte":
             raise ConfigError(
-                f"data.tokenizer={cfg.tokenizer} reads token shards: run `prepare` with "
+                f"data.tokenizer={data.tokenizer} reads token shards: run `prepare` with "
                 "data.prepared=DIR, then train with the same data.prepared"
             )
-        return byte_streams(load_corpus(cfg.corpus), cfg.val_fraction)
-    directory = Path(cfg.prepared)
+        check_vocab(ByteTokenizer.vocab_size, cfg.model)
+        return byte_streams(load_corpus(data.corpus), data.val_fraction)
+    directory = Path(data.prepared)
     manifest = Manifest.read(directory)
     if manifest is None:
         raise ConfigError(
             f"data.prepared: {directory} holds no {directory / 'manifest.json'}: run `prepare` "
             "(an interrupted one leaves none; run it again)"
         )
-    tokenizer = load_tokenizer(cfg)
+    tokenizer = load_tokenizer(data)
     if manifest.tokenizer != tokenizer.fingerprint:
         raise ConfigError(
             f"data.prepared: the shards in {directory} were made by tokenizer "
-            f"{manifest.tokenizer}, not by data.tokenizer={cfg.tokenizer} "
+            f"{manifest.tokenizer}, not by data.tokenizer={data.tokenizer} "
             f"({tokenizer.fingerprint}): run `prepare` again, or set data.tokenizer to theirs"
         )
-    if manifest.vocab_size > vocab_size:
-        raise ConfigError(
-            f"the shards in {directory} use {manifest.vocab_size} token ids, more than "
-            f"model.vocab_size = {vocab_size}: raise model.vocab_size to {manifest.vocab_size}"
-        )
+    check_vocab(manifest.vocab_size, cfg.model)
     return (
         TokenStream.from_shards(directory, manifest, "train"),
         TokenStream.from_shards(directory, manifest, "val"),
@@ -122,7 +120,7 @@ def next_tokens(windows: list[Tensor]) -> tuple[Tensor, Tensor]:
 
 def text_datasets(cfg: Config) -> tuple[TokenWindows, TokenWindows]:
     """The training and validation windows ``cfg`` names."""
-    train, val = token_streams(cfg.data, cfg.model.vocab_size)
+    train, val = token_streams(cfg)
     seq_len = cfg.train.seq_len
     for split, part in (("train", train), ("validation", val)):
         if len(part) < seq_len + 1:

@@ -21,7 +21,14 @@ from tqdm import tqdm
 from ..config import Config, ConfigError
 from . import source_files
 from .shards import DTYPES, MANIFEST, Manifest, dtype_for, write_shards
-from .tokenizer import ByteTokenizer, Tokenizer, load_tokenizer, tokenizer_path, train_bpe
+from .tokenizer import (
+    ByteTokenizer,
+    Tokenizer,
+    check_vocab,
+    load_tokenizer,
+    tokenizer_path,
+    train_bpe,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +82,7 @@ def prepare(cfg: Config) -> dict:
         tokenizer: Tokenizer = train_bpe(iter(documents), cfg.model.vocab_size, staged)
     else:
         tokenizer = load_tokenizer(data)
-    if tokenizer.vocab_size > cfg.model.vocab_size:
-        raise ConfigError(
-            f"data.tokenizer has {tokenizer.vocab_size} tokens, more than model.vocab_size = "
-            f"{cfg.model.vocab_size}: raise model.vocab_size to at least {tokenizer.vocab_size}"
-        )
+    check_vocab(tokenizer.vocab_size, cfg.model)
 
     (out / MANIFEST).unlink(missing_ok=True)  # from here on, the folder is an unfinished prepare
     dtype = dtype_for(tokenizer.vocab_size)

@@ -16,14 +16,49 @@ by another tokenizer.
 """
 
 import hashlib
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from ..config import ConfigError, DataConfig
+from ..config import ConfigError, DataConfig, ModelConfig
+
+log = logging.getLogger(__name__)
 
 REPLACEMENT = "\ufffd".encode()  # what decode writes for an id that is not a byte
 EOT = "<|endoftext|>"  # the end-of-document token a trained BPE gets
+
+
+VOCAB_MULTIPLE = 64  # embedding and head rows: a multiple keeps the head's matmul on fast tiles
+
+
+def padded_vocab(ids: int) -> int:
+    """The ``model.vocab_size`` for a tokenizer of ``ids`` ids: rounded up to a multiple of
+    ``VOCAB_MULTIPLE``. The rows past ``ids`` are never a target, so they learn to stay
+    unlikely and cost ``2 * dim`` parameters each."""
+    return -(-ids // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
+
+
+def check_vocab(ids: int, cfg: ModelConfig) -> None:
+    """``model.vocab_size`` must hold a tokenizer's ``ids``; rows far past them are a warning
+    (a large preset's vocabulary under the byte tokenizer is mostly rows no token reaches)."""
+    fits = padded_vocab(ids)
+    if ids > cfg.vocab_size:
+        raise ConfigError(
+            f"data.tokenizer has {ids} tokens, more than model.vocab_size = "
+            f"{cfg.vocab_size}: set model.vocab_size={fits} (its ids, padded to a "
+            f"multiple of {VOCAB_MULTIPLE} for the matmuls)"
+        )
+    if cfg.vocab_size > fits:
+        unused = cfg.vocab_size - ids
+        log.warning(
+            "model.vocab_size = %d leaves %d embedding and head rows that no token of this "
+            "tokenizer reaches (%s parameters): set model.vocab_size=%d",
+            cfg.vocab_size,
+            unused,
+            f"{2 * unused * cfg.dim:,}",
+            fits,
+        )
 
 
 class Tokenizer(Protocol):
