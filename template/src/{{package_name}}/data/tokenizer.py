@@ -1,4 +1,4 @@
-"""Tokenizers: bytes, or a byte-level BPE in Hugging Face's ``tokenizer.json`` format.
+"""Tokenizers: bytes, a byte-level BPE in Hugging Face's ``tokenizer.json`` format, or tiktoken's.
 
 ``data.tokenizer`` picks one:
 
@@ -7,7 +7,9 @@
   four times more tokens per word than a trained BPE vocabulary.
 - ``bpe``: a byte-level BPE that ``prepare`` trains on the corpus, with ``model.vocab_size``
   entries, and saves as ``tokenizer.json`` beside the shards (``data.prepared``).
-- a path to a ``tokenizer.json`` you already have (Llama 3's, GPT-2's, ...), read as it is.
+- a path to a tokenizer file you already have, read as it is: a Hugging Face ``tokenizer.json``
+  (GPT-2's, Mistral's, ...), or any other file as a tiktoken BPE (one base64 token and its rank
+  per line: ``cl100k_base.tiktoken``, Llama 3's ``tokenizer.model``).
 
 Every tokenizer has ``encode``, ``encode_batch``, ``decode``, ``vocab_size``, ``eot_id`` (the
 end-of-document token that ``prepare`` appends to each document; the byte tokenizer has none)
@@ -15,6 +17,7 @@ and ``fingerprint``, which the shards' manifest records so that training refuses
 by another tokenizer.
 """
 
+import base64
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator
@@ -99,6 +102,87 @@ class ByteTokenizer:
         return out.decode("utf-8", errors="replace")
 
 
+# The pre-tokenizer regex of cl100k_base and of Llama 3.
+SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+LLAMA3_RANKS, LLAMA3_SPECIAL = 128_000, 256
+EOT_LLAMA3 = "<|end_of_text|>"
+
+
+def read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
+    """The ranks of a tiktoken BPE file. Read here rather than with ``tiktoken.load``, whose
+    cache is keyed by the path alone and would serve an edited file's old contents."""
+    ranks = {}
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except ValueError as e:
+            raise ConfigError(
+                f"{path} line {number} is not a base64 token and its rank ({e}): "
+                "data.tokenizer reads a tokenizer.json, or a tiktoken BPE file"
+            ) from e
+    return ranks
+
+
+class TiktokenTokenizer:
+    """A tiktoken BPE file: one base64 token and its rank per line, and nothing else.
+
+    The file holds the merges only, so the rest is the convention of the tokenizers that
+    ship this way: the split pattern of cl100k_base and Llama 3 (``SPLIT_PATTERN``), and the
+    special tokens after the ranks. A file of Llama 3's 128,000 ranks gets Llama 3's 256
+    special ids, ``<|end_of_text|>`` (128,001) ending each document; any other gets one
+    ``<|endoftext|>`` after its ranks. Text is encoded as text: a special token's name in the
+    corpus is never read as the token.
+    """
+
+    def __init__(self, path: Path) -> None:
+        import tiktoken
+
+        ranks = read_tiktoken_ranks(path)
+        missing = [b for b in range(256) if bytes([b]) not in ranks]
+        if missing:
+            raise ConfigError(
+                f"{path}: a tiktoken BPE must rank every single byte, and {len(missing)} are "
+                f"missing (e.g. {missing[0]}): point data.tokenizer at a complete file"
+            )
+        if len(ranks) == LLAMA3_RANKS:
+            names = ["<|begin_of_text|>", EOT_LLAMA3]
+            names += [f"<|reserved_special_token_{i}|>" for i in range(LLAMA3_SPECIAL - 2)]
+            eot = EOT_LLAMA3
+        else:
+            names, eot = [EOT], EOT
+        specials = {name: len(ranks) + i for i, name in enumerate(names)}
+        self._encoding = tiktoken.Encoding(
+            name=path.stem,
+            pat_str=SPLIT_PATTERN,
+            mergeable_ranks=ranks,
+            special_tokens=specials,
+        )
+        self.vocab_size = self._encoding.n_vocab
+        self.eot_id = specials[eot]
+        self.fingerprint = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Many texts at once, on the library's own threads."""
+        return self._encoding.encode_ordinary_batch(texts)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids past the vocabulary (a padded model can sample them) decode to U+FFFD."""
+        pieces = [
+            self._encoding.decode_single_token_bytes(i) if i < self.vocab_size else REPLACEMENT
+            for i in ids
+        ]
+        return b"".join(pieces).decode("utf-8", errors="replace")
+
+
 class HFTokenizer:
     """A Hugging Face ``tokenizers`` tokenizer read from a ``tokenizer.json``."""
 
@@ -149,7 +233,9 @@ def train_bpe(texts: Iterator[str], vocab_size: int, path: Path) -> HFTokenizer:
     tmp = path.with_suffix(".tmp")
     bpe.save(str(tmp))
     tmp.replace(path)  # atomic: a reader never sees half a file
-    return HFTokenizer(path)
+    if path.suffix == ".json":
+        return HFTokenizer(path)
+    return TiktokenTokenizer(path)
 
 
 def tokenizer_path(cfg: DataConfig) -> Path:
@@ -172,4 +258,6 @@ def load_tokenizer(cfg: DataConfig) -> Tokenizer:
     if not path.is_file():
         how = "run `prepare` first" if cfg.tokenizer == "bpe" else "or use data.tokenizer=byte"
         raise ConfigError(f"data.tokenizer: no tokenizer file at {path}: {how}")
-    return HFTokenizer(path)
+    if path.suffix == ".json":
+        return HFTokenizer(path)
+    return TiktokenTokenizer(path)
