@@ -7,20 +7,31 @@ tokenizer's end-of-document token where it has one; the last ``data.val_fraction
 tokens is the validation split, the rest the training split, as the in-memory path splits
 them. The shards and their manifest go to ``data.prepared`` (see ``shards.py``).
 
-Running it again on the same sources with the same tokenizer finds the manifest and does
-nothing; anything else is prepared afresh.
+The documents are tokenized in ``data.prepare_workers`` processes, each into a part file of
+its own (``parts-KEY/``, KEY naming the tokenizer and the corpus); the shards are then cut
+from the parts in document order, so any number of processes writes the same shards. An
+interrupted run leaves its finished parts (and a BPE it trained) behind, and a rerun takes
+them up where it stopped. Running it again on finished shards of the same sources and
+tokenizer does nothing; anything else is prepared afresh. A document is one unit of work:
+one large file is tokenized by one process, so split it into files to spread it.
 """
 
 import hashlib
+import json
 import logging
+import os
+import shutil
 from array import array
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 
 from tqdm import tqdm
 
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, DataConfig
 from . import source_files
-from .shards import DTYPES, MANIFEST, Manifest, dtype_for, write_shards
+from .shards import DTYPES, MANIFEST, Manifest, ShardWriter, dtype_for, write_atomic
 from .tokenizer import (
     ByteTokenizer,
     Tokenizer,
@@ -31,23 +42,70 @@ from .tokenizer import (
 )
 
 log = logging.getLogger(__name__)
+CHUNK = 1 << 24  # bytes copied from the parts into the shards at a time
+# data.prepare_workers=0 starts a process (about two seconds) per this much text at most.
+AUTO_BYTES_PER_WORKER = 8 << 20
 
 
-def read_text(path: Path) -> tuple[str, dict]:
-    """A document's text, undecodable bytes replaced by U+FFFD, and what the manifest says of
-    its source."""
+def describe(path: Path) -> dict:
+    """What the manifest records of a source: its path, size and SHA-256."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def read_text(path: Path) -> tuple[str, int]:
+    """A document's text, undecodable bytes replaced by U+FFFD, and how many were replaced."""
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
-    replaced = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
-    if replaced:
-        log.warning("%s: %d undecodable byte sequences, each replaced by U+FFFD", path, replaced)
-    source = {
-        "path": str(path),
-        "bytes": len(raw),
-        "sha256": hashlib.sha256(raw).hexdigest(),
-        "replaced": replaced,
-    }
-    return text, source
+    return text, text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One document's tokens: ``{name}.bin`` (raw ids), then ``{name}.json`` once complete."""
+
+    source: Path
+    directory: Path
+    name: str
+
+    @property
+    def ids(self) -> Path:
+        return self.directory / f"{self.name}.bin"
+
+    @property
+    def done(self) -> Path:
+        return self.directory / f"{self.name}.json"
+
+    def result(self) -> dict | None:
+        """``{"tokens", "replaced"}`` of a finished part, None for one still to do."""
+        return json.loads(self.done.read_text()) if self.done.is_file() else None
+
+
+_worker_tokenizer: Tokenizer | None = None  # each process's, loaded once
+
+
+def _load_worker(tokenizer: str) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = ByteTokenizer() if tokenizer == "byte" else _load_file(tokenizer)
+
+
+def _load_file(path: str) -> Tokenizer:
+    return load_tokenizer(DataConfig(tokenizer=path))
+
+
+def tokenize_part(part: Part, dtype: str) -> dict:
+    """Tokenize one document into its part file; returns its ``{"tokens", "replaced"}``."""
+    text, replaced = read_text(part.source)
+    ids = array(DTYPES[dtype][1], _worker_tokenizer.encode(text))  # 2 or 4 bytes a token
+    if _worker_tokenizer.eot_id is not None:
+        ids.append(_worker_tokenizer.eot_id)
+    write_atomic(part.ids, ids.tobytes())
+    result = {"tokens": len(ids), "replaced": replaced}
+    write_atomic(part.done, json.dumps(result).encode())  # last: the part is complete
+    return result
 
 
 def prepare(cfg: Config) -> dict:
@@ -59,18 +117,23 @@ def prepare(cfg: Config) -> dict:
         )
     out = Path(data.prepared)
     paths = source_files(data.corpus)
-    documents, sources = zip(*(read_text(p) for p in paths), strict=True)
-    if not any(documents):
+    sources = [describe(p) for p in paths]
+    if not any(s["bytes"] for s in sources):
         raise ConfigError(f"data.corpus {data.corpus}: the text is empty: nothing to train on")
     out.mkdir(parents=True, exist_ok=True)
 
     recipe = f"bpe:{cfg.model.vocab_size}" if data.tokenizer == "bpe" else data.tokenizer
     done = Manifest.read(out)
-    if done and (done.sources, done.recipe) == (list(sources), recipe) and _unchanged(cfg, done):
+    if (
+        done
+        and (_sources(done.sources), done.recipe) == (sources, recipe)
+        and _unchanged(cfg, done)
+    ):
         log.info("%s already holds these sources, tokenized the same way", out)
         return summary(out, done)
 
-    staged = out / "tokenizer.new.json"  # a trained BPE, until its shards are written
+    corpus_key = hashlib.sha256(json.dumps([recipe, sources]).encode()).hexdigest()[:16]
+    staged = out / f"tokenizer.{corpus_key}.json"  # a trained BPE, until its shards are written
     if data.tokenizer == "bpe":
         if cfg.model.vocab_size <= ByteTokenizer.vocab_size + 1:
             raise ConfigError(
@@ -78,35 +141,102 @@ def prepare(cfg: Config) -> dict:
                 "needs more entries than its 256 bytes and the end-of-document token; raise "
                 "model.vocab_size (e.g. 8192)"
             )
-        log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
-        tokenizer: Tokenizer = train_bpe(iter(documents), cfg.model.vocab_size, staged)
+        if staged.is_file():
+            log.info("resuming with the BPE trained on this corpus before: %s", staged)
+        else:
+            log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
+            train_bpe((read_text(p)[0] for p in paths), cfg.model.vocab_size, staged)
+        tokenizer_file = str(staged)
+        tokenizer = _load_file(tokenizer_file)
     else:
+        tokenizer_file = data.tokenizer
         tokenizer = load_tokenizer(data)
     check_vocab(tokenizer.vocab_size, cfg.model)
 
     (out / MANIFEST).unlink(missing_ok=True)  # from here on, the folder is an unfinished prepare
     dtype = dtype_for(tokenizer.vocab_size)
-    ids = array(DTYPES[dtype][1])  # 2 or 4 bytes a token, not a Python int's 28
-    with tqdm(total=len(documents), desc="prepare", unit="doc") as progress:
-        for start in range(0, len(documents), 64):
-            batch = list(documents[start : start + 64])
-            for tokens in tokenizer.encode_batch(batch):
-                ids.extend(tokens)
-                if tokenizer.eot_id is not None:
-                    ids.append(tokenizer.eot_id)
-            progress.update(len(batch))
-    split = len(ids) - int(len(ids) * data.val_fraction)
-    splits = {
-        "train": write_shards(out, "train", ids[:split], dtype),
-        "val": write_shards(out, "val", ids[split:], dtype),
-    }
+    key = hashlib.sha256(f"{tokenizer.fingerprint} {dtype}".encode()).hexdigest()[:16]
+    directory = out / f"parts-{key}"
+    directory.mkdir(exist_ok=True)
+    parts = [
+        Part(path, directory, f"{index:06d}-{source['sha256'][:16]}")
+        for index, (path, source) in enumerate(zip(paths, sources, strict=True))
+    ]
+    results = tokenize(parts, dtype, tokenizer_file, data.prepare_workers)
+    for source, result in zip(sources, results, strict=True):
+        source["replaced"] = result["replaced"]
+        if result["replaced"]:
+            log.warning(
+                "%s: %d undecodable byte sequences, each replaced by U+FFFD",
+                source["path"],
+                result["replaced"],
+            )
+
+    total = sum(r["tokens"] for r in results)
+    splits = write_splits(out, parts, total - int(total * data.val_fraction), dtype)
     if data.tokenizer == "bpe":
         staged.replace(tokenizer_path(data))
-    manifest = Manifest(
-        tokenizer.fingerprint, recipe, tokenizer.vocab_size, dtype, splits, list(sources)
-    )
+    manifest = Manifest(tokenizer.fingerprint, recipe, tokenizer.vocab_size, dtype, splits, sources)
     manifest.write(out)  # last: its presence says the shards are complete
+    shutil.rmtree(directory)
+    for stale in out.glob("*-[0-9][0-9][0-9][0-9][0-9].bin"):  # a bigger corpus's, before
+        if stale.name not in {name for shards in splits.values() for name, _ in shards}:
+            stale.unlink()
     return summary(out, manifest)
+
+
+def tokenize(parts: list[Part], dtype: str, tokenizer: str, workers: int) -> list[dict]:
+    """Every part tokenized, the finished ones of an interrupted run kept; in order."""
+    results = [part.result() for part in parts]
+    todo = [part for part, result in zip(parts, results, strict=True) if result is None]
+    if len(todo) < len(parts):
+        log.info(
+            "resuming: %d of %d documents were tokenized before", len(parts) - len(todo), len(parts)
+        )
+    if not workers:  # one per CPU, as long as each has enough text to repay its start
+        text = sum(part.source.stat().st_size for part in todo)
+        workers = min(os.cpu_count() or 1, -(-text // AUTO_BYTES_PER_WORKER))
+    workers = min(workers, len(todo))
+    with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="doc") as bar:
+        if workers <= 1:
+            _load_worker(tokenizer)
+            fresh = []
+            for part in todo:
+                fresh.append(tokenize_part(part, dtype))
+                bar.update()
+        else:
+            # Spawned, not forked: the parent may hold the tokenizer library's threads.
+            with ProcessPoolExecutor(
+                workers, get_context("spawn"), initializer=_load_worker, initargs=(tokenizer,)
+            ) as pool:
+                fresh = []
+                for result in pool.map(tokenize_part, todo, [dtype] * len(todo)):
+                    fresh.append(result)
+                    bar.update()
+    done = iter(fresh)
+    return [result if result is not None else next(done) for result in results]
+
+
+def write_splits(
+    out: Path, parts: list[Part], train_tokens: int, dtype: str
+) -> dict[str, list[tuple[str, int]]]:
+    """The parts, in order, cut into the training shards and then the validation shards."""
+    writers = {"train": ShardWriter(out, "train", dtype), "val": ShardWriter(out, "val", dtype)}
+    itemsize = DTYPES[dtype][0].itemsize
+    room = train_tokens * itemsize  # bytes the training split still takes
+    for part in parts:
+        with part.ids.open("rb") as f:
+            for block in iter(lambda f=f: f.read(CHUNK), b""):
+                head = block[:room]
+                writers["train"].write(head)
+                writers["val"].write(block[len(head) :])
+                room -= len(head)
+    return {split: writer.close() for split, writer in writers.items()}
+
+
+def _sources(recorded: list[dict]) -> list[dict]:
+    """A manifest's sources as ``describe`` gives them, to compare with the corpus now."""
+    return [{key: s[key] for key in ("path", "bytes", "sha256")} for s in recorded]
 
 
 def _unchanged(cfg: Config, manifest: Manifest) -> bool:

@@ -10,7 +10,6 @@ holds an interrupted ``prepare``, which a rerun redoes.
 """
 
 import json
-from array import array
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -58,16 +57,49 @@ def write_atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def write_shards(directory: Path, split: str, ids: array, dtype: str) -> list[tuple[str, int]]:
-    """``ids`` (an array of ``dtype``) as shards of at most ``SHARD_TOKENS``; returns (file,
-    tokens) per shard."""
-    shards = []
-    for index, start in enumerate(range(0, max(len(ids), 1), SHARD_TOKENS)):
-        chunk = ids[start : start + SHARD_TOKENS]
-        name = f"{split}-{index:05d}.bin"
-        write_atomic(directory / name, chunk.tobytes())
-        shards.append((name, len(chunk)))
-    return shards
+class ShardWriter:
+    """One split's shards, written as tokens arrive: ``write`` raw ids of ``dtype``, a new
+    file every ``SHARD_TOKENS``, each renamed into place when full (or at ``close``)."""
+
+    def __init__(self, directory: Path, split: str, dtype: str) -> None:
+        self.directory, self.split = directory, split
+        self.itemsize = DTYPES[dtype][0].itemsize
+        self.shards: list[tuple[str, int]] = []  # (file, tokens) of every shard finished
+        self._file = None
+        self._tokens = 0
+
+    def write(self, ids: bytes | memoryview) -> None:
+        view = memoryview(ids)
+        while len(view):
+            if self._file is None:
+                self._open()
+            room = (SHARD_TOKENS - self._tokens) * self.itemsize
+            self._file.write(view[:room])
+            self._tokens += len(view[:room]) // self.itemsize
+            view = view[room:]
+            if self._tokens == SHARD_TOKENS:
+                self._finish()
+
+    def close(self) -> list[tuple[str, int]]:
+        if self._file is None and not self.shards:
+            self._open()  # an empty split still has its (empty) shard
+        if self._file is not None:
+            self._finish()
+        return self.shards
+
+    def _name(self) -> str:
+        return f"{self.split}-{len(self.shards):05d}.bin"
+
+    def _open(self) -> None:
+        self._file = (self.directory / (self._name() + ".tmp")).open("wb")
+        self._tokens = 0
+
+    def _finish(self) -> None:
+        self._file.close()
+        tmp, name = Path(self._file.name), self._name()
+        tmp.replace(self.directory / name)
+        self.shards.append((name, self._tokens))
+        self._file = None
 
 
 class TokenStream:
