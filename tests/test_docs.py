@@ -35,6 +35,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "architecture.md": (
         "modality",
         "model_size",
+        "tokenizer",
         "seq_len",
         "attention",
         "position",

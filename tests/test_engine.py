@@ -67,7 +67,7 @@ def test_an_ssm_past_32k_gets_no_ring_attention():
     assert resolve({**given, "attention": "gqa"})["context_parallel"]
     ssm = resolve(given)
     assert ssm["attention"] == "ssm" and not ssm["context_parallel"]
-    assert not explain(ssm).notes
+    assert not any("ring attention" in note for note in explain(ssm).notes)
 
 
 def test_more_capacity_makes_the_ffn_a_mixture_of_experts():
@@ -379,3 +379,27 @@ def test_attention_that_flash_cannot_take_keeps_k_and_v_at_the_queries_width_on_
     assert block_bytes(mha, "bf16", 2048) == block_bytes(
         replace(mha, position="rope"), "bf16", 2048
     )
+
+
+def test_the_vocabulary_follows_the_tokenizer_the_preset_suggests():
+    tiny, small = resolve({}), resolve({"model_size": "small"})
+    assert (tiny["tokenizer"], tiny["vocab_size"]) == ("byte", 256)
+    assert (small["tokenizer"], small["vocab_size"]) == ("bpe", 32768)
+    assert resolve({"tokenizer": "bpe"})["vocab_size"] == 2048  # a BPE needs room for merges
+    assert resolve({"model_size": "small", "tokenizer": "byte"})["vocab_size"] == 256
+    with pytest.raises(AnswerError, match="leaves a BPE no merges"):
+        resolve({"tokenizer": "bpe", "vocab_size": 257})
+
+
+def test_the_plan_states_the_embedding_and_head_and_warns_of_unused_rows():
+    (note,) = explain(resolve({})).notes
+    assert note.startswith("Embedding and head: 2 × 256 × 256 = 131,072 parameters (4% ")
+    wasted = resolve(
+        {"model_size": "large", "tokenizer": "byte", "vocab_size": 128256, "accelerator": "cpu"}
+    )
+    (note,) = explain(wasted).notes
+    unused = 128256 - 256
+    assert f"{unused:,} rows of each are ids no byte reaches" in note
+    assert f"{2 * unused * 4096:,} parameters that never train" in note  # 1.05B
+    (note,) = explain(resolve({"tokenizer": "file", "vocab_size": 50257})).notes
+    assert "vocab_size=50,257 is not a multiple of 64: 50,304 keeps" in note

@@ -111,6 +111,10 @@ def test_every_layout_choice_agrees_not_just_the_suggested_one():
         {"n_heads": 128},
         {"dim": 0},
         {"vocab_size": 100},
+        {"tokenizer": "bpe", "vocab_size": 257},
+        {"tokenizer": "bpe", "model_size": "tiny"},
+        {"tokenizer": "byte", "model_size": "large"},
+        {"tokenizer": "file", "vocab_size": 50257},
         {"seq_len": 0},
         {"package_name": "../x"},
         {"package_name": "class"},
@@ -156,6 +160,7 @@ def test_copier_order_resolution_matches_the_engine():
         gpus_per_node=[1, 2, 8],
         nodes=[1, 2],
         seq_len=[256, 2048, 9000],
+        vocab_size=[256, 1000, 50257],
     )
     for _ in range(600):
         given = {k: rng.choice(v) for k, v in space.items() if rng.random() < 0.5}
@@ -167,6 +172,7 @@ def test_copier_order_resolution_matches_the_engine():
                 assert j_answers[key] == value, (key, given)
             rows = [vars(r) for r in explain(answers).rows]
             assert j_answers["design"] == rows
+            assert j_answers["design_notes"] == explain(answers).notes, given
 
 
 def test_the_answers_file_records_every_preset_override():

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from . import rules
 from .plan import CONTEXT_PARALLEL_NOTE, DISTILL_NOTE, MEMORY_DECISIONS
 from .questions import QUESTIONS, Question, not_offered_message
 from .rationale import CHOICE_RATIONALE
@@ -105,6 +106,12 @@ def build() -> dict[str, Any]:
                 "when": False,
             }
         data[q.key] = _question_entry(q)
+    data["vocabulary_note"] = {
+        "type": "str",
+        "help": "The embedding and head's parameters for the tokenizer (a DESIGN.md note).",
+        "default": rules.JINJA_VOCABULARY_NOTE,
+        "when": False,
+    }
     data["rationale"] = {
         "type": "yaml",
         "help": "Why each choice (the Rationale column of DESIGN.md).",
@@ -122,6 +129,7 @@ def build() -> dict[str, Any]:
         "help": "Notes the rules add to DESIGN.md.",
         "default": (
             "{% set notes = [] %}"
+            "{% set _ = notes.append(vocabulary_note) %}"
             "{% if context_parallel %}{% set _ = notes.append("
             + repr(CONTEXT_PARALLEL_NOTE.replace("{seq_len}", "SEQ"))
             + " | replace('SEQ', seq_len | string)) %}{% endif %}"

@@ -162,6 +162,7 @@ def explain(answers: Answers) -> Plan:
                 if decision.choice != choice:
                     suggested = str(decision.choice)
         plan.rows.append(Row(question.decision, str(choice), text, suggested))
+    plan.notes.append(rules.vocabulary_note(answers))
     if answers["context_parallel"]:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:

@@ -178,6 +178,22 @@ QUESTIONS: tuple[Question, ...] = (
         default="tiny",
     ),
     Question(
+        "tokenizer",
+        "str",
+        "How text becomes ids. Bytes need no file and train a tiny model at once; a BPE that "
+        "`prepare` trains on your corpus makes about four times fewer tokens; or bring your "
+        "own tokenizer file (Hugging Face tokenizer.json, or tiktoken's, as Llama 3 ships). "
+        "The vocabulary size follows it.",
+        choices=(
+            _c("byte", "byte (256 ids, no file)"),
+            _c("bpe", "bpe (trained on your corpus by `prepare`)"),
+            _c("file", "file (your tokenizer.json or tiktoken file)"),
+        ),
+        default=rules.suggest_tokenizer,
+        default_jinja=rules.JINJA_SUGGEST_TOKENIZER,
+        decision="Tokenizer",
+    ),
+    Question(
         "seq_len",
         "int",
         "Training context length in tokens. Past 8K tokens attention's T² cost dominates "

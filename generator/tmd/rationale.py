@@ -15,6 +15,16 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "max_autotune": "torch.compile(mode='max-autotune') also benchmarks kernel choices once; "
         "the longest compile, the fastest steps for a settled, production model.",
     },
+    "tokenizer": {
+        "byte": "Byte-level: the UTF-8 bytes are the ids, so any text encodes with 256 ids, no "
+        "vocabulary file and no prepare step; sequences run about four times longer than a "
+        "BPE's.",
+        "bpe": "Byte-level BPE trained on your corpus by `prepare` (Hugging Face tokenizers), "
+        "at vocab_size entries with an end-of-document token: about four times fewer tokens per "
+        "word than bytes, and every string still round-trips.",
+        "file": "Your tokenizer file, read as it is: a Hugging Face tokenizer.json or a "
+        "tiktoken BPE (Llama 3's tokenizer.model); `prepare` shards the corpus with it.",
+    },
     "attention": {
         "mha": "Multi-head attention: one K/V head per query head, the quality reference; the "
         "largest KV cache.",

@@ -196,6 +196,90 @@ JINJA_SUGGEST_ATTENTION = (
     "{% else %}sliding_window{% endif %}{% else %}gqa{% endif %}"
 )
 
+# --------------------------------------------------------------------------- tokenizer
+
+BYTE_VOCAB = 256  # the byte tokenizer's ids
+MIN_BPE_VOCAB = 2048  # a BPE for the tiny preset: a small corpus has use for a few thousand merges
+VOCAB_MULTIPLE = 64  # embedding and head rows padded to full matmul tiles
+
+
+def suggest_tokenizer(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(
+            "byte",
+            "A tiny model on a small corpus: bytes need no vocabulary file and no prepare step, "
+            "and 256 rows keep the embedding and head small; the cost is about four times more "
+            "tokens per word than a trained BPE.",
+        )
+    vocab = PRESETS[a["model_size"]].shape.vocab_size
+    return Decision(
+        "bpe",
+        f"The {a['model_size']} preset's vocabulary of {vocab:,} ids: a byte-level BPE that "
+        "`prepare` trains on your corpus fills it, where bytes would leave all but 256 of its "
+        "rows untrained.",
+    )
+
+
+JINJA_SUGGEST_TOKENIZER = "{% if model_size == 'tiny' %}byte{% else %}bpe{% endif %}"
+
+
+def padded_vocab(ids: int) -> int:
+    return -(-ids // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
+
+
+def vocabulary_note(a: Answers) -> str:
+    """The embedding and head's parameters for this tokenizer, and what to change if rows
+    would go unused or the size is off the matmul tiles."""
+    vocab, dim = a["vocab_size"], a["dim"]
+    rows = 2 * vocab * dim
+    share = 100 * rows / a["param_count"]
+    text = (
+        f"Embedding and head: 2 × {vocab:,} × {dim} = {rows:,} parameters "
+        f"({share:.0f}% of the model) for the {a['tokenizer']} tokenizer"
+    )
+    if a["tokenizer"] == "byte" and vocab > BYTE_VOCAB:
+        unused = vocab - BYTE_VOCAB
+        text += (
+            f"; {unused:,} rows of each are ids no byte reaches, {2 * unused * dim:,} "
+            "parameters that never train: set vocab_size=256, or tokenizer=bpe."
+        )
+    elif a["tokenizer"] == "file":
+        text += (
+            "; vocab_size must hold your tokenizer's ids, padded to a multiple of 64 (Llama 3's "
+            "128,256; GPT-2's 50,257 ids take 50,304)."
+        )
+    else:
+        text += "."
+    if vocab % VOCAB_MULTIPLE:
+        text += (
+            f" vocab_size={vocab:,} is not a multiple of {VOCAB_MULTIPLE}: "
+            f"{padded_vocab(vocab):,} keeps the head's matmul on full tiles."
+        )
+    return text
+
+
+JINJA_VOCABULARY_NOTE = (
+    (
+        "{% set rows = 2 * vocab_size * dim %}"
+        "Embedding and head: 2 × {{ '{:,}'.format(vocab_size) }} × {{ dim }} = "
+        "{{ '{:,}'.format(rows) }} parameters ({{ '%.0f' | format(100 * rows / param_count) }}% of "
+        "the model) for the {{ tokenizer }} tokenizer"
+        "{% if tokenizer == 'byte' and vocab_size > BYTES %}"
+        "{% set unused = vocab_size - BYTES %}; {{ '{:,}'.format(unused) }} rows "
+        "of each are ids no byte reaches, {{ '{:,}'.format(2 * unused * dim) }} parameters that "
+        "never train: set vocab_size=256, or tokenizer=bpe."
+        "{% elif tokenizer == 'file' %}; vocab_size must hold your tokenizer's ids, padded to a "
+        "multiple of 64 (Llama 3's 128,256; GPT-2's 50,257 ids take 50,304)."
+        "{% else %}.{% endif %}"
+        "{% if vocab_size % MULTIPLE %} vocab_size={{ '{:,}'.format(vocab_size) }} is not a "
+        "multiple of MULTIPLE: {{ '{:,}'.format(-(-vocab_size // MULTIPLE) * MULTIPLE) }} keeps "
+        "the head's matmul on full tiles.{% endif %}"
+    )
+    .replace("BYTES", str(BYTE_VOCAB))
+    .replace("MULTIPLE", str(VOCAB_MULTIPLE))
+)
+
+
 # --------------------------------------------------------------------------- model shape
 
 SHAPE_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden_dim", "vocab_size")
@@ -207,6 +291,9 @@ def shape_default(a: Answers, key: str) -> int:
         return {"mha": a["n_heads"], "mqa": 1}.get(a["attention"], preset.shape.n_kv_heads)
     if key == "ffn_hidden_dim" and a["ffn"] == "gelu":
         return 4 * a["dim"]  # the classic MLP width; SwiGLU and MoE experts keep the preset's
+    if key == "vocab_size":  # the tokenizer's: bytes, or a vocabulary the preset's size
+        bpe = max(preset.shape.vocab_size, MIN_BPE_VOCAB)
+        return BYTE_VOCAB if a["tokenizer"] == "byte" else bpe
     return getattr(preset.shape, key)
 
 
@@ -216,6 +303,9 @@ def jinja_shape_default(key: str) -> str:
         return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + preset + ") }}"
     if key == "ffn_hidden_dim":
         return "{{ 4 * dim if ffn == 'gelu' else " + preset + " }}"
+    if key == "vocab_size":
+        bpe = f"[{preset}, {MIN_BPE_VOCAB}] | max"
+        return "{{ " + f"{BYTE_VOCAB} if tokenizer == 'byte' else {bpe}" + " }}"
     return "{{ " + preset + " }}"
 
 
@@ -241,8 +331,13 @@ def check_shape(a: Answers, key: str) -> str | None:
             "equal group of query heads; pick a divisor, e.g. "
             f"{max(d for d in range(1, value + 1) if a['n_heads'] % d == 0)}"
         )
-    if key == "vocab_size" and value < 256:
+    if key == "vocab_size" and value < BYTE_VOCAB:
         return f"vocab_size={value} is below 256, the byte-level tokenizer's alphabet"
+    if key == "vocab_size" and a["tokenizer"] == "bpe" and value <= BYTE_VOCAB + 1:
+        return (
+            f"vocab_size={value} leaves a BPE no merges: it needs more than its 256 bytes and "
+            f"the end-of-document token; use e.g. {MIN_BPE_VOCAB}, or tokenizer=byte"
+        )
     return None
 
 
@@ -270,6 +365,9 @@ def jinja_check_shape(key: str) -> str:
         text += (
             "{% elif vocab_size < 256 %}vocab_size={{ vocab_size }} is below 256, the "
             "byte-level tokenizer's alphabet"
+            "{% elif tokenizer == 'bpe' and vocab_size <= 257 %}vocab_size={{ vocab_size }} "
+            "leaves a BPE no merges: it needs more than its 256 bytes and the end-of-document "
+            "token; use e.g. " + str(MIN_BPE_VOCAB) + ", or tokenizer=byte"
         )
     return text + "{% endif %}"
 
