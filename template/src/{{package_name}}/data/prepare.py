@@ -13,7 +13,9 @@ from the parts in document order, so any number of processes writes the same sha
 interrupted run leaves its finished parts (and a BPE it trained) behind, and a rerun takes
 them up where it stopped. Running it again on finished shards of the same sources and
 tokenizer does nothing; anything else is prepared afresh. A document is one unit of work:
-one large file is tokenized by one process, so split it into files to spread it.
+one large file is tokenized by one process, so split it into files to spread it. The
+processes are spawned: a script of your own that calls ``prepare`` runs it under
+``if __name__ == "__main__":``, as the ``prepare`` command does.
 """
 
 import hashlib
