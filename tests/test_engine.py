@@ -8,9 +8,10 @@ import pytest
 
 from tmd import rules
 from tmd.flops import train_flops_per_token
-from tmd.memory import estimate_train_memory
+from tmd.memory import estimate_train_memory, loader_bytes
 from tmd.plan import AnswerError, explain, resolve
 from tmd.presets import PRESETS, count_params
+from tmd.report import memory_report
 
 
 def test_graph_mode_tree():
@@ -403,3 +404,14 @@ def test_the_plan_states_the_embedding_and_head_and_warns_of_unused_rows():
     assert f"{2 * unused * 4096:,} parameters that never train" in note  # 1.05B
     (note,) = explain(resolve({"tokenizer": "file", "vocab_size": 50257})).notes
     assert "vocab_size=50,257 is not a multiple of 64: 50,304 keeps" in note
+
+
+def test_the_plan_counts_the_loaders_batches_in_host_memory():
+    """The rendered defaults build one batch at a time: the tiny preset's 8 sequences of
+    257 int64 ids, and on a GPU their page-locked inputs and targets besides."""
+    assert loader_bytes(8, 256, pinned=False) == 8 * 257 * 8
+    assert loader_bytes(8, 256, pinned=True) == 8 * 257 * 8 + 2 * 8 * 256 * 8
+    assert loader_bytes(8, 256, num_workers=2, prefetch_factor=3, pinned=False) == 6 * 8 * 257 * 8
+    assert "data loader's batches: 0.02 MB (data.num_workers" in memory_report(
+        explain(resolve({"accelerator": "cpu"}))
+    )

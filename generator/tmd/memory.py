@@ -230,6 +230,22 @@ def unsharded_bytes(shape: ModelShape, precision: str) -> float:
     return (root + 2 * block) * ACTIVATION_BYTES[precision]
 
 
+def loader_bytes(
+    batch_size: int, seq_len: int, *, num_workers: int = 0, prefetch_factor: int = 2, pinned: bool
+) -> int:
+    """Host memory of the batches one rank's DataLoader holds ready (the rendered project's
+    ``[data]`` defaults: no workers, so one batch at a time).
+
+    Each worker keeps ``prefetch_factor`` batches; a batch is one int64 tensor of
+    ``seq_len + 1`` ids per sequence (inputs and targets are views of it), and on a GPU
+    (``pinned``) a page-locked copy of the inputs and targets besides.
+    """
+    in_flight = num_workers * prefetch_factor if num_workers else 1
+    batch = batch_size * (seq_len + 1) * INDEX
+    copy = batch_size * seq_len * 2 * INDEX if pinned else 0
+    return in_flight * (batch + copy)
+
+
 def estimate_train_memory(
     shape: ModelShape,
     *,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import rules
 from .flops import train_flops_per_token
+from .memory import loader_bytes
 from .plan import Plan, memory_table
 
 
@@ -40,6 +41,8 @@ def memory_report(plan: Plan) -> str:
         f"{chosen.total_gb:.1f} GB per device = state {chosen.state_bytes / 1e9:.1f} + "
         f"activations {chosen.activation_bytes / 1e9:.1f} + {copies}logits "
         f"{chosen.logit_bytes / 1e9:.1f}{gathered}.",
+        f"Host memory per rank for the data loader's batches: {_host_loader(a)} "
+        "(data.num_workers x data.prefetch_factor batches; 0 workers build one at a time).",
         "",
         "| Parallelism | Checkpointing | GB per device | Fits |",
         "|-------------|---------------|---------------|------|",
@@ -65,3 +68,10 @@ def plan_text(plan: Plan) -> str:
     if plan.notes:
         parts += ["", "## Notes", "", *(f"- {note}" for note in plan.notes)]
     return "\n".join(parts) + "\n"
+
+
+def _host_loader(a: dict) -> str:
+    """The DataLoader's batches in host memory at the rendered defaults, on one rank."""
+    pinned = a["accelerator"] != "cpu"
+    nbytes = loader_bytes(a["batch_size"], a["seq_len"], pinned=pinned)
+    return f"{nbytes / 1e6:.2f} MB" + (", page-locked copies included" if pinned else "")
