@@ -100,12 +100,7 @@ class Batches:
         rank: int = 0,
         world_size: int = 1,
     ) -> None:
-        size = len(dataset)
-        if size < batch_size:
-            raise ConfigError(
-                f"the training data holds {size} samples, fewer than one batch of "
-                f"train.batch_size = {batch_size}: use more data or a smaller batch"
-            )
+        size = holds_a_batch(dataset, batch_size, "training", "use more data or a smaller batch")
         self.dataset, self.collate, self.cfg = dataset, collate, cfg
         self.batch_size, self.device = batch_size, device
         self.sampler = EndlessSampler(size, seed, rank, world_size)
@@ -158,6 +153,17 @@ class Batches:
         )
 
 
+def holds_a_batch(dataset: Dataset, batch_size: int, split: str, way_out: str) -> int:
+    """The samples of ``dataset``, refused when they are fewer than one global batch."""
+    size = len(dataset)
+    if size < batch_size:
+        raise ConfigError(
+            f"the {split} data holds {size} samples, fewer than one batch of "
+            f"train.batch_size = {batch_size}: {way_out}"
+        )
+    return size
+
+
 def loader(
     dataset: Dataset,
     collate: Collate,
@@ -194,11 +200,9 @@ def validation_batches(
     """The first ``batches`` global batches of the validation data in order, this rank's
     share of each, on the host: the same samples at every evaluation (they repeat if the data
     holds fewer)."""
-    if len(dataset) < batch_size:
-        raise ConfigError(
-            f"the validation data holds {len(dataset)} samples, fewer than one batch of "
-            f"train.batch_size = {batch_size}: raise data.val_fraction or use more data"
-        )
-    order = EndlessSampler(len(dataset), 0, rank, world_size, shuffle=False)
+    size = holds_a_batch(
+        dataset, batch_size, "validation", "raise data.val_fraction or use more data"
+    )
+    order = EndlessSampler(size, 0, rank, world_size, shuffle=False)
     indices = list(itertools.islice(order, batches * batch_size // world_size))
     return loader(dataset, collate, cfg, batch_size // world_size, indices, device)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..config import Config, ConfigError, DataConfig
+from ..config import Config, ConfigError
 from . import source_files
 from .shards import DTYPES, MANIFEST, Manifest, ShardWriter, dtype_for, write_atomic
 from .tokenizer import (
@@ -39,6 +39,7 @@ from .tokenizer import (
     Tokenizer,
     check_vocab,
     load_tokenizer,
+    load_tokenizer_file,
     tokenizer_path,
     train_bpe,
 )
@@ -89,13 +90,14 @@ class Part:
 _worker_tokenizer: Tokenizer | None = None  # each process's, loaded once
 
 
-def _load_worker(tokenizer: str) -> None:
+def _use(tokenizer: Tokenizer) -> None:
     global _worker_tokenizer
-    _worker_tokenizer = ByteTokenizer() if tokenizer == "byte" else _load_file(tokenizer)
+    _worker_tokenizer = tokenizer
 
 
-def _load_file(path: str) -> Tokenizer:
-    return load_tokenizer(DataConfig(tokenizer=path))
+def _load_worker(source: str) -> None:
+    """A spawned process's tokenizer, from ``"byte"`` or the file's path."""
+    _use(ByteTokenizer() if source == "byte" else load_tokenizer_file(Path(source)))
 
 
 def tokenize_part(part: Part, dtype: str) -> dict:
@@ -149,7 +151,7 @@ def prepare(cfg: Config) -> dict:
             log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
             train_bpe((read_text(p)[0] for p in paths), cfg.model.vocab_size, staged)
         tokenizer_file = str(staged)
-        tokenizer = _load_file(tokenizer_file)
+        tokenizer = load_tokenizer_file(staged)
     else:
         tokenizer_file = data.tokenizer
         tokenizer = load_tokenizer(data)
@@ -164,7 +166,7 @@ def prepare(cfg: Config) -> dict:
         Part(path, directory, f"{index:06d}-{source['sha256'][:16]}")
         for index, (path, source) in enumerate(zip(paths, sources, strict=True))
     ]
-    results = tokenize(parts, dtype, tokenizer_file, data.prepare_workers)
+    results = tokenize(parts, dtype, tokenizer, tokenizer_file, data.prepare_workers)
     for source, result in zip(sources, results, strict=True):
         source["replaced"] = result["replaced"]
         if result["replaced"]:
@@ -181,14 +183,20 @@ def prepare(cfg: Config) -> dict:
     manifest = Manifest(tokenizer.fingerprint, recipe, tokenizer.vocab_size, dtype, splits, sources)
     manifest.write(out)  # last: its presence says the shards are complete
     shutil.rmtree(directory)
+    written = {name for shards in splits.values() for name, _ in shards}
     for stale in out.glob("*-[0-9][0-9][0-9][0-9][0-9].bin"):  # a bigger corpus's, before
-        if stale.name not in {name for shards in splits.values() for name, _ in shards}:
+        if stale.name not in written:
             stale.unlink()
     return summary(out, manifest)
 
 
-def tokenize(parts: list[Part], dtype: str, tokenizer: str, workers: int) -> list[dict]:
-    """Every part tokenized, the finished ones of an interrupted run kept; in order."""
+def tokenize(
+    parts: list[Part], dtype: str, tokenizer: Tokenizer, source: str, workers: int
+) -> list[dict]:
+    """Every part tokenized, the finished ones of an interrupted run kept; in order.
+
+    In this process with ``tokenizer``, or in ``workers`` spawned ones that each load it from
+    ``source`` (``"byte"`` or the file's path)."""
     results = [part.result() for part in parts]
     todo = [part for part, result in zip(parts, results, strict=True) if result is None]
     if len(todo) < len(parts):
@@ -201,7 +209,7 @@ def tokenize(parts: list[Part], dtype: str, tokenizer: str, workers: int) -> lis
     workers = min(workers, len(todo))
     with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="doc") as bar:
         if workers <= 1:
-            _load_worker(tokenizer)
+            _use(tokenizer)
             fresh = []
             for part in todo:
                 fresh.append(tokenize_part(part, dtype))
@@ -209,7 +217,7 @@ def tokenize(parts: list[Part], dtype: str, tokenizer: str, workers: int) -> lis
         else:
             # Spawned, not forked: the parent may hold the tokenizer library's threads.
             with ProcessPoolExecutor(
-                workers, get_context("spawn"), initializer=_load_worker, initargs=(tokenizer,)
+                workers, get_context("spawn"), initializer=_load_worker, initargs=(source,)
             ) as pool:
                 fresh = []
                 for result in pool.map(tokenize_part, todo, [dtype] * len(todo)):

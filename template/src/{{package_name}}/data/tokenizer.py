@@ -11,10 +11,10 @@
   (GPT-2's, Mistral's, ...), or any other file as a tiktoken BPE (one base64 token and its rank
   per line: ``cl100k_base.tiktoken``, Llama 3's ``tokenizer.model``).
 
-Every tokenizer has ``encode``, ``encode_batch``, ``decode``, ``vocab_size``, ``eot_id`` (the
-end-of-document token that ``prepare`` appends to each document; the byte tokenizer has none)
-and ``fingerprint``, which the shards' manifest records so that training refuses shards made
-by another tokenizer.
+Every tokenizer has ``encode``, ``decode``, ``vocab_size``, ``eot_id`` (the end-of-document
+token that ``prepare`` appends to each document; the byte tokenizer has none) and
+``fingerprint``, which the shards' manifest records so that training refuses shards made by
+another tokenizer.
 """
 
 import base64
@@ -71,8 +71,6 @@ class Tokenizer(Protocol):
 
     def encode(self, text: str) -> list[int]: ...
 
-    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
-
     def decode(self, ids: Iterable[int]) -> str: ...
 
 
@@ -83,9 +81,6 @@ class ByteTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [self.encode(text) for text in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Bytes back to text; invalid UTF-8 becomes U+FFFD instead of raising.
@@ -111,11 +106,17 @@ LLAMA3_RANKS, LLAMA3_SPECIAL = 128_000, 256
 EOT_LLAMA3 = "<|end_of_text|>"
 
 
-def read_tiktoken_ranks(path: Path) -> dict[bytes, int]:
-    """The ranks of a tiktoken BPE file. Read here rather than with ``tiktoken.load``, whose
-    cache is keyed by the path alone and would serve an edited file's old contents."""
+def fingerprint(raw: bytes) -> str:
+    """What the manifest records of a tokenizer file: the SHA-256 of its bytes."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def read_tiktoken_ranks(raw: bytes, path: Path) -> dict[bytes, int]:
+    """The ranks of a tiktoken BPE file's bytes ``raw``. Read here rather than with
+    ``tiktoken.load``, whose cache is keyed by the path alone and would serve an edited
+    file's old contents."""
     ranks = {}
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+    for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -143,7 +144,8 @@ class TiktokenTokenizer:
     def __init__(self, path: Path) -> None:
         import tiktoken
 
-        ranks = read_tiktoken_ranks(path)
+        raw = path.read_bytes()
+        ranks = read_tiktoken_ranks(raw, path)
         missing = [b for b in range(256) if bytes([b]) not in ranks]
         if missing:
             raise ConfigError(
@@ -165,14 +167,10 @@ class TiktokenTokenizer:
         )
         self.vocab_size = self._encoding.n_vocab
         self.eot_id = specials[eot]
-        self.fingerprint = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        self.fingerprint = fingerprint(raw)
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Many texts at once, on the library's own threads."""
-        return self._encoding.encode_ordinary_batch(texts)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Ids past the vocabulary (a padded model can sample them) decode to U+FFFD."""
@@ -189,8 +187,9 @@ class HFTokenizer:
     def __init__(self, path: Path) -> None:
         from tokenizers import Tokenizer as Loaded
 
+        raw = path.read_bytes()
         try:
-            self._tokenizer = Loaded.from_file(str(path))
+            self._tokenizer = Loaded.from_str(raw.decode("utf-8"))
         except Exception as e:  # the library raises a bare Exception for a file it cannot parse
             raise ConfigError(
                 f"{path} is not a tokenizer.json that Hugging Face tokenizers can read ({e}): "
@@ -198,14 +197,10 @@ class HFTokenizer:
             ) from e
         self.vocab_size = self._tokenizer.get_vocab_size()
         self.eot_id = self._tokenizer.token_to_id(EOT)
-        self.fingerprint = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        self.fingerprint = fingerprint(raw)
 
     def encode(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Many texts at once, on the library's own threads."""
-        return [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def decode(self, ids: Iterable[int]) -> str:
         return self._tokenizer.decode(list(ids), skip_special_tokens=False)
@@ -233,9 +228,7 @@ def train_bpe(texts: Iterator[str], vocab_size: int, path: Path) -> HFTokenizer:
     tmp = path.with_suffix(".tmp")
     bpe.save(str(tmp))
     tmp.replace(path)  # atomic: a reader never sees half a file
-    if path.suffix == ".json":
-        return HFTokenizer(path)
-    return TiktokenTokenizer(path)
+    return HFTokenizer(path)
 
 
 def tokenizer_path(cfg: DataConfig) -> Path:
@@ -258,6 +251,9 @@ def load_tokenizer(cfg: DataConfig) -> Tokenizer:
     if not path.is_file():
         how = "run `prepare` first" if cfg.tokenizer == "bpe" else "or use data.tokenizer=byte"
         raise ConfigError(f"data.tokenizer: no tokenizer file at {path}: {how}")
-    if path.suffix == ".json":
-        return HFTokenizer(path)
-    return TiktokenTokenizer(path)
+    return load_tokenizer_file(path)
+
+
+def load_tokenizer_file(path: Path) -> Tokenizer:
+    """A tokenizer file as it is: a ``.json`` is Hugging Face's format, anything else tiktoken's."""
+    return HFTokenizer(path) if path.suffix == ".json" else TiktokenTokenizer(path)

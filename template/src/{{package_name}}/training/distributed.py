@@ -3,7 +3,7 @@
 Under torchrun every process finds its rank in the environment (RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Started without torchrun, the process forms a group of
 one, so a run on a single device goes through the same code as a run on many: the same
-batch slicing, loss averaging and distributed checkpoints.
+per-rank batches, loss averaging and distributed checkpoints.
 """
 
 import logging
@@ -22,10 +22,6 @@ class World:
     world_size: int
     device: torch.device  # this rank's device
     mesh: DeviceMesh  # 1-D, "dp": the data-parallel ranks
-
-    def local(self, batch: Tensor) -> Tensor:
-        """This rank's rows of a global batch: together the ranks see what one process would."""
-        return batch.tensor_split(self.world_size)[self.rank]
 
     def sum(self, value: Tensor) -> Tensor:
         """``value`` summed over all ranks, left on the device (every rank gets the result)."""
