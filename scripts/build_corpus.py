@@ -1,7 +1,12 @@
-"""Build corpus.txt: docstrings of a fixed list of standard-library modules (PSF licence)."""
+"""Build corpus.jsonl: docstrings of a fixed list of standard-library modules (PSF licence).
+
+One JSON object per line, ``{"text": ...}``: each docstring, headed by its qualified name, is a
+document. The texts joined as they are give the prose the byte tokenizer reads.
+"""
 
 import importlib
 import inspect
+import json
 import sys
 
 MODULES = [
@@ -143,10 +148,11 @@ def main(path):
     for module_name in MODULES:
         for qualname, doc in docs(module_name):
             parts.append(f"{qualname}\n\n{doc.strip()}\n")
-    text = "\n".join(parts)
+    texts = [part + "\n" for part in parts[:-1]] + parts[-1:]  # a blank line between documents
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    print(len(text.encode()), "bytes from", len(parts), "docstrings")
+        for text in texts:
+            f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    print(sum(len(t.encode()) for t in texts), "bytes of text in", len(texts), "documents")
 
 
 if __name__ == "__main__":

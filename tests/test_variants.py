@@ -58,7 +58,7 @@ def residue(project: Path) -> list[str]:
     hits = []
     for path in project.rglob("*"):
         if path.is_file() and path.suffix in TEXT_SUFFIXES and ".git" not in path.parts:
-            if path.name == "corpus.txt":
+            if path.name == "corpus.jsonl":
                 continue
             text = path.read_text(errors="replace")
             if RESIDUE.search(text):

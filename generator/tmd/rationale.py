@@ -18,12 +18,14 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
     "tokenizer": {
         "byte": "Byte-level: the UTF-8 bytes are the ids, so any text encodes with 256 ids, no "
         "vocabulary file and no prepare step; sequences run about four times longer than a "
-        "BPE's.",
+        "BPE's, and with no end-of-document token documents cannot be packed apart.",
         "bpe": "Byte-level BPE trained on your corpus by `prepare` (Hugging Face tokenizers), "
         "at vocab_size entries with an end-of-document token: about four times fewer tokens per "
-        "word than bytes, and every string still round-trips.",
+        "word than bytes, and every string still round-trips. Its end token lets training pack "
+        "documents into rows with attention kept within each (data.packing).",
         "file": "Your tokenizer file, read as it is: a Hugging Face tokenizer.json or a "
-        "tiktoken BPE (Llama 3's tokenizer.model); `prepare` shards the corpus with it.",
+        "tiktoken BPE (Llama 3's tokenizer.model); `prepare` shards the corpus with it, and "
+        "its end-of-document token lets training pack documents apart (data.packing).",
     },
     "attention": {
         "mha": "Multi-head attention: one K/V head per query head, the quality reference; the "

@@ -5,13 +5,24 @@ Two sources of tokens, one dataset (``TokenWindows``) over either:
 - ``data.prepared`` set: the token shards ``prepare`` wrote there (``shards.py``), memory-mapped,
   after checking that they were made by the configured tokenizer;
 - otherwise ``data.corpus``'s documents read whole as bytes, which the byte tokenizer needs no
-  pass to encode. The built-in corpus, ``corpus.txt`` (about 590 KB of English prose), is the
-  docstrings of a fixed list of Python 3.11 standard-library modules and of their public
-  classes and functions, in a fixed order, as ``inspect.getdoc`` returns them (Python Software
-  Foundation License). It ships inside the package, so training needs no download.
+  pass to encode.
+
+A corpus is made of documents: a ``.txt`` or ``.md`` file is one, and a ``.jsonl`` file holds
+one per line, in its ``"text"`` field (the layout most dataset exports use). A tokenizer with
+an end-of-document token ends each with it, which is what packing (``data.packing``) reads
+document boundaries from.
+
+The built-in corpus, ``corpus.jsonl`` (about 590 KB of English prose in 1,383 documents), is
+the docstrings of a fixed list of Python 3.11 standard-library modules and of their public
+classes and functions, in a fixed order, as ``inspect.getdoc`` returns them (Python Software
+Foundation License), each headed by its qualified name. It ships inside the package, so
+training needs no download.
 """
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from importlib.resources import files
 from pathlib import Path
 
@@ -20,18 +31,18 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from ..config import Config, ConfigError
-from .loader import Batches, validation_batches
+from .loader import Batches, Collate, validation_batches
 from .shards import Manifest, TokenStream
-from .tokenizer import ByteTokenizer, check_vocab, load_tokenizer
+from .tokenizer import EOT, EOT_LLAMA3, ByteTokenizer, check_vocab, load_tokenizer
 
-TEXT_SUFFIXES = (".txt", ".md")
+TEXT_SUFFIXES = (".txt", ".md", ".jsonl")
 
 
 def source_files(corpus: str) -> list[Path]:
-    """The documents of ``data.corpus``: the built-in corpus, a file, or a folder's text files
-    (recursively, in sorted order)."""
+    """The files of ``data.corpus``: the built-in corpus, a file, or a folder's text and JSONL
+    files (recursively, in sorted order)."""
     if corpus == "builtin":
-        return [Path(str(files(__package__).joinpath("corpus.txt")))]
+        return [Path(str(files(__package__).joinpath("corpus.jsonl")))]
     path = Path(corpus)
     if path.is_file():
         return [path]
@@ -48,9 +59,37 @@ def source_files(corpus: str) -> list[Path]:
     )
 
 
+def read_documents(path: Path) -> Iterator[str]:
+    """The documents of one corpus file: a ``.jsonl`` file's ``"text"`` fields, line by line;
+    any other file's text whole, undecodable bytes replaced by U+FFFD."""
+    if path.suffix != ".jsonl":
+        yield path.read_bytes().decode("utf-8", errors="replace")
+        return
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                text = json.loads(line)["text"]
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise ConfigError(
+                    f"{path}, line {number}: a JSONL corpus holds one JSON object per line "
+                    f'with the document in "text" ({error!r}): fix the line or remove it'
+                ) from None
+            if not isinstance(text, str):
+                raise ConfigError(f'{path}, line {number}: "text" must be a string')
+            yield text
+
+
 def load_corpus(corpus: str) -> bytes:
     """The bytes of ``data.corpus``'s documents, joined as they are."""
-    return b"".join(path.read_bytes() for path in source_files(corpus))
+    parts = []
+    for path in source_files(corpus):
+        if path.suffix == ".jsonl":
+            parts += [text.encode(errors="replace") for text in read_documents(path)]
+        else:
+            parts.append(path.read_bytes())  # as they are, undecodable bytes included
+    return b"".join(parts)
 
 
 def byte_streams(data: bytes, val_fraction: float) -> tuple[TokenStream, TokenStream]:
@@ -118,6 +157,35 @@ def next_tokens(windows: list[Tensor]) -> tuple[Tensor, Tensor]:
     return batch[:, :-1], batch[:, 1:]
 
 
+def document_ids(tokens: Tensor, eot_id: int) -> Tensor:
+    """The document of every token in rows of packed documents, counted from 0 in each row:
+    an end-of-document token belongs to the document it ends, the token after it opens the
+    next one."""
+    ends = tokens == eot_id
+    return ends.cumsum(dim=-1) - ends.long()
+
+
+def packed_next_tokens(eot_id: int, windows: list[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """The collate of ``TokenWindows`` under ``data.packing``: inputs, targets and the inputs'
+    document ids, for attention that stays within each document."""
+    inputs, targets = next_tokens(windows)
+    return inputs, targets, document_ids(inputs, eot_id)
+
+
+def collate_for(cfg: Config) -> Collate:
+    """The collate ``cfg.data`` asks for: packed documents, or plain windows."""
+    if not cfg.data.packing:
+        return next_tokens
+    eot_id = load_tokenizer(cfg.data).eot_id
+    if eot_id is None:
+        raise ConfigError(
+            f"data.packing reads document boundaries from the end-of-document token, and "
+            f"data.tokenizer={cfg.data.tokenizer} has none ({EOT} or {EOT_LLAMA3}): use a "
+            "tokenizer that has one, or set data.packing=false"
+        )
+    return partial(packed_next_tokens, eot_id)  # a partial pickles into DataLoader workers
+
+
 def text_datasets(cfg: Config) -> tuple[TokenWindows, TokenWindows]:
     """The training and validation windows ``cfg`` names."""
     train, val = token_streams(cfg)
@@ -145,8 +213,8 @@ class Data:
         cls, cfg: Config, device: torch.device, rank: int = 0, world_size: int = 1
     ) -> "Data":
         train, val = text_datasets(cfg)
-        tc, where = cfg.train, (device, rank, world_size)
+        tc, where, collate = cfg.train, (device, rank, world_size), collate_for(cfg)
         return cls(
-            Batches(train, next_tokens, cfg.data, tc.batch_size, tc.seed, *where),
-            validation_batches(val, next_tokens, cfg.data, tc.batch_size, tc.eval_batches, *where),
+            Batches(train, collate, cfg.data, tc.batch_size, tc.seed, *where),
+            validation_batches(val, collate, cfg.data, tc.batch_size, tc.eval_batches, *where),
         )

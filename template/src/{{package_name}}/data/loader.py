@@ -29,7 +29,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from ..config import ConfigError, DataConfig
 
-Collate = Callable[[list], tuple[Tensor, Tensor]]
+# A batch is a tuple of tensors, (inputs, targets) or, packed, (inputs, targets, documents).
+Collate = Callable[[list], tuple[Tensor, ...]]
 
 
 class EndlessSampler(Sampler[int]):
@@ -128,17 +129,15 @@ class Batches:
     def __iter__(self) -> "Batches":
         return self
 
-    def __next__(self) -> tuple[Tensor, Tensor]:
+    def __next__(self) -> tuple[Tensor, ...]:
         start = time.perf_counter()
         if self._batches is None:
             self._batches = iter(self._loader())
-        inputs, targets = next(self._batches)
-        inputs = inputs.to(self.device, non_blocking=True)
-        targets = targets.to(self.device, non_blocking=True)
+        batch = tuple(part.to(self.device, non_blocking=True) for part in next(self._batches))
         self.sampler.position += self.batch_size
         self.fetched.batches += 1
         self.fetched.wait_s += time.perf_counter() - start
-        return inputs, targets
+        return batch
 
     def _loader(self) -> DataLoader:
         """A DataLoader over the sampler from its current position (the sampler is endless,

@@ -1,21 +1,22 @@
-"""The ``prepare`` command: a corpus of text files to token shards, once, before training.
+"""The ``prepare`` command: a corpus to token shards, once, before training.
 
-``data.corpus`` names the text: ``builtin``, a UTF-8 file, or a folder, whose ``.txt`` and
-``.md`` files (recursively, in sorted order) are the documents. Each document is tokenized
-with ``data.tokenizer`` (``bpe`` is trained here first, on this corpus), followed by the
-tokenizer's end-of-document token where it has one; the last ``data.val_fraction`` of the
-tokens is the validation split, the rest the training split, as the in-memory path splits
-them. The shards and their manifest go to ``data.prepared`` (see ``shards.py``).
+``data.corpus`` names the text: ``builtin``, a file, or a folder, whose ``.txt``, ``.md`` and
+``.jsonl`` files (recursively, in sorted order) hold the documents: a text file is one, a JSONL
+file one per line (see ``read_documents``). Each document is tokenized with ``data.tokenizer``
+(``bpe`` is trained here first, on this corpus), followed by the tokenizer's end-of-document
+token where it has one; the last ``data.val_fraction`` of the tokens is the validation split,
+the rest the training split, as the in-memory path splits them. The shards and their manifest
+go to ``data.prepared`` (see ``shards.py``).
 
-The documents are tokenized in ``data.prepare_workers`` processes, each into a part file of
-its own (``parts-KEY/``, KEY naming the tokenizer and the corpus); the shards are then cut
-from the parts in document order, so any number of processes writes the same shards. An
-interrupted run leaves its finished parts (and a BPE it trained) behind, and a rerun takes
-them up where it stopped. Running it again on finished shards of the same sources and
-tokenizer does nothing; anything else is prepared afresh. A document is one unit of work:
-one large file is tokenized by one process, so split it into files to spread it. The
-processes are spawned: a script of your own that calls ``prepare`` runs it under
-``if __name__ == "__main__":``, as the ``prepare`` command does.
+The files are tokenized in ``data.prepare_workers`` processes, each into a part file of its
+own (``parts-KEY/``, KEY naming the tokenizer and the corpus); the shards are then cut from the
+parts in file order, so any number of processes writes the same shards. An interrupted run
+leaves its finished parts (and a BPE it trained) behind, and a rerun takes them up where it
+stopped. Running it again on finished shards of the same sources and tokenizer does nothing;
+anything else is prepared afresh. A file is one unit of work: one large file is tokenized by
+one process, so split it into files to spread it. The processes are spawned: a script of your
+own that calls ``prepare`` runs it under ``if __name__ == "__main__":``, as the ``prepare``
+command does.
 """
 
 import hashlib
@@ -32,7 +33,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..config import Config, ConfigError
-from . import source_files
+from . import read_documents, source_files
 from .shards import DTYPES, MANIFEST, Manifest, ShardWriter, dtype_for, write_atomic
 from .tokenizer import (
     ByteTokenizer,
@@ -59,16 +60,16 @@ def describe(path: Path) -> dict:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def read_text(path: Path) -> tuple[str, int]:
-    """A document's text, undecodable bytes replaced by U+FFFD, and how many were replaced."""
+def undecodable(path: Path) -> int:
+    """How many byte sequences of ``path`` are not UTF-8 (each is read as U+FFFD)."""
     raw = path.read_bytes()
-    text = raw.decode("utf-8", errors="replace")
-    return text, text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+    replaced = raw.decode("utf-8", errors="replace").count("\ufffd")
+    return replaced - raw.decode("utf-8", errors="ignore").count("\ufffd")
 
 
 @dataclass(frozen=True)
 class Part:
-    """One document's tokens: ``{name}.bin`` (raw ids), then ``{name}.json`` once complete."""
+    """One file's tokens: ``{name}.bin`` (raw ids), then ``{name}.json`` once complete."""
 
     source: Path
     directory: Path
@@ -101,13 +102,16 @@ def _load_worker(source: str) -> None:
 
 
 def tokenize_part(part: Part, dtype: str) -> dict:
-    """Tokenize one document into its part file; returns its ``{"tokens", "replaced"}``."""
-    text, replaced = read_text(part.source)
-    ids = array(DTYPES[dtype][1], _worker_tokenizer.encode(text))  # 2 or 4 bytes a token
-    if _worker_tokenizer.eot_id is not None:
-        ids.append(_worker_tokenizer.eot_id)
+    """Tokenize one file's documents, each ended by the end-of-document token where the
+    tokenizer has one, into its part file; returns its ``{"tokens", "replaced"}``."""
+    ids = array(DTYPES[dtype][1])  # 2 or 4 bytes a token
+    eot = _worker_tokenizer.eot_id
+    for text in read_documents(part.source):
+        ids.extend(_worker_tokenizer.encode(text))
+        if eot is not None:
+            ids.append(eot)
     write_atomic(part.ids, ids.tobytes())
-    result = {"tokens": len(ids), "replaced": replaced}
+    result = {"tokens": len(ids), "replaced": undecodable(part.source)}
     write_atomic(part.done, json.dumps(result).encode())  # last: the part is complete
     return result
 
@@ -148,8 +152,9 @@ def prepare(cfg: Config) -> dict:
         if staged.is_file():
             log.info("resuming with the BPE trained on this corpus before: %s", staged)
         else:
-            log.info("training a %d-entry BPE on %d documents", cfg.model.vocab_size, len(paths))
-            train_bpe((read_text(p)[0] for p in paths), cfg.model.vocab_size, staged)
+            log.info("training a %d-entry BPE on %d files", cfg.model.vocab_size, len(paths))
+            documents = (text for path in paths for text in read_documents(path))
+            train_bpe(documents, cfg.model.vocab_size, staged)
         tokenizer_file = str(staged)
         tokenizer = load_tokenizer_file(staged)
     else:
@@ -201,13 +206,13 @@ def tokenize(
     todo = [part for part, result in zip(parts, results, strict=True) if result is None]
     if len(todo) < len(parts):
         log.info(
-            "resuming: %d of %d documents were tokenized before", len(parts) - len(todo), len(parts)
+            "resuming: %d of %d files were tokenized before", len(parts) - len(todo), len(parts)
         )
     if not workers:  # one per CPU, as long as each has enough text to repay its start
         text = sum(part.source.stat().st_size for part in todo)
         workers = min(os.cpu_count() or 1, -(-text // AUTO_BYTES_PER_WORKER))
     workers = min(workers, len(todo))
-    with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="doc") as bar:
+    with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="file") as bar:
         if workers <= 1:
             _use(tokenizer)
             fresh = []

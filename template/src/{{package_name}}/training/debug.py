@@ -80,10 +80,11 @@ def nonfinite_hooks(model: nn.Module) -> Iterator[list[str]]:
 
 
 @torch.no_grad()
-def find_nonfinite(model: nn.Module, tokens: Tensor) -> str | None:
-    """The first module producing a NaN/inf on ``tokens``, or None if the forward is finite."""
+def find_nonfinite(model: nn.Module, tokens: Tensor, documents: Tensor | None = None) -> str | None:
+    """The first module producing a NaN/inf on ``tokens`` (packed: with their ``documents``),
+    or None if the forward is finite."""
     with nonfinite_hooks(model) as found:
-        model(tokens)
+        model(tokens, documents=documents)
     return found[0] if found else None
 
 
@@ -96,7 +97,7 @@ def from_every_rank(value: object) -> list:
     return values
 
 
-def explain_nonfinite(model: nn.Module, tokens: Tensor) -> str:
+def explain_nonfinite(model: nn.Module, tokens: Tensor, documents: Tensor | None = None) -> str:
     """Where a non-finite loss came from, as a clause for the error message; call on all ranks.
 
     Once an optimizer step has used NaN gradients the weights themselves are NaN and every
@@ -110,7 +111,7 @@ def explain_nonfinite(model: nn.Module, tokens: Tensor) -> str:
             f"the update already made {len(broken)} parameter tensors non-finite "
             f"(first: {broken[0]})"
         )
-    culprits = from_every_rank(find_nonfinite(model, tokens))
+    culprits = from_every_rank(find_nonfinite(model, tokens, documents))
     found = [(rank, culprit) for rank, culprit in enumerate(culprits) if culprit is not None]
     if not found:
         return "a second forward pass on the batch is finite"
