@@ -59,26 +59,40 @@ def source_files(corpus: str) -> list[Path]:
     )
 
 
-def read_documents(path: Path) -> Iterator[str]:
-    """The documents of one corpus file: a ``.jsonl`` file's ``"text"`` fields, line by line;
-    any other file's text whole, undecodable bytes replaced by U+FFFD."""
+def read_documents(path: Path, start: int = 0, stop: int | None = None) -> Iterator[str]:
+    """The documents of one corpus file: a ``.jsonl`` file's ``"text"`` fields, line by line
+    (from byte ``start`` to ``stop``, both at line ends, for a piece of it); any other file's
+    text whole. Undecodable bytes read as U+FFFD."""
     if path.suffix != ".jsonl":
         yield path.read_bytes().decode("utf-8", errors="replace")
         return
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        f.seek(start)
+        position = start
+        for line in f:
+            if stop is not None and position >= stop:
+                return
+            begin, position = position, position + len(line)
             if not line.strip():
                 continue
             try:
-                text = json.loads(line)["text"]
+                text = json.loads(line.decode("utf-8", errors="replace"))["text"]
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 raise ConfigError(
-                    f"{path}, line {number}: a JSONL corpus holds one JSON object per line "
-                    f'with the document in "text" ({error!r}): fix the line or remove it'
+                    f"{path}, line {line_number(path, begin)}: a JSONL corpus holds one JSON "
+                    f'object per line with the document in "text" ({error!r}): fix the line or '
+                    "remove it"
                 ) from None
             if not isinstance(text, str):
+                number = line_number(path, begin)
                 raise ConfigError(f'{path}, line {number}: "text" must be a string')
             yield text
+
+
+def line_number(path: Path, begin: int) -> int:
+    """The number of the line of ``path`` that starts at byte ``begin`` (for messages)."""
+    with path.open("rb") as f:
+        return f.read(begin).count(b"\n") + 1
 
 
 def load_corpus(corpus: str) -> bytes:

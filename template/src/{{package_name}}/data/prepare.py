@@ -8,14 +8,15 @@ token where it has one; the last ``data.val_fraction`` of the tokens is the vali
 the rest the training split, as the in-memory path splits them. The shards and their manifest
 go to ``data.prepared`` (see ``shards.py``).
 
-The files are tokenized in ``data.prepare_workers`` processes, each into a part file of its
-own (``parts-KEY/``, KEY naming the tokenizer and the corpus); the shards are then cut from the
-parts in file order, so any number of processes writes the same shards. An interrupted run
-leaves its finished parts (and a BPE it trained) behind, and a rerun takes them up where it
-stopped. Running it again on finished shards of the same sources and tokenizer does nothing;
-anything else is prepared afresh. A file is one unit of work: one large file is tokenized by
-one process, so split it into files to spread it. The processes are spawned: a script of your
-own that calls ``prepare`` runs it under ``if __name__ == "__main__":``, as the ``prepare``
+The corpus is tokenized in parts: a text file is one, a JSONL file one per ~8 MB of its lines
+(``pieces``). ``data.prepare_workers`` processes tokenize them, each part into a file of its own
+(``parts-KEY/``, KEY naming the tokenizer and the corpus); the shards are then cut from the
+parts in order, so any number of processes writes the same shards. An interrupted run leaves
+its finished parts (and a BPE it trained) behind, and a rerun takes them up where it stopped.
+Running it again on finished shards of the same sources and tokenizer does nothing; anything
+else is prepared afresh. A large text file is still one part, tokenized by one process: a
+JSONL file, or many files, spread the work. The processes are spawned: a script of your own
+that calls ``prepare`` runs it under ``if __name__ == "__main__":``, as the ``prepare``
 command does.
 """
 
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 CHUNK = 1 << 24  # bytes copied from the parts into the shards at a time
 # data.prepare_workers=0 starts a process (about two seconds) per this much text at most.
 AUTO_BYTES_PER_WORKER = 8 << 20
+PIECE_BYTES = 8 << 20  # a JSONL file is tokenized in pieces of about this size, cut at line ends
 
 
 def describe(path: Path) -> dict:
@@ -60,20 +62,41 @@ def describe(path: Path) -> dict:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def undecodable(path: Path) -> int:
-    """How many byte sequences of ``path`` are not UTF-8 (each is read as U+FFFD)."""
-    raw = path.read_bytes()
+def pieces(path: Path, size: int) -> list[tuple[int, int]]:
+    """The byte ranges of a corpus file tokenized apart: a JSONL file in pieces of about
+    ``PIECE_BYTES`` cut at line ends, so that processes share a large one; any other file,
+    one document, whole. The cuts depend on the file alone, not on the processes."""
+    cuts = [0]
+    if path.suffix == ".jsonl":
+        with path.open("rb") as f:
+            while cuts[-1] + PIECE_BYTES < size:
+                f.seek(cuts[-1] + PIECE_BYTES)
+                f.readline()  # on to the end of the line the cut fell in
+                if f.tell() >= size:
+                    break
+                cuts.append(f.tell())
+    return list(zip(cuts, [*cuts[1:], size], strict=True))
+
+
+def undecodable(path: Path, start: int, stop: int) -> int:
+    """How many byte sequences of ``path[start:stop]`` are not UTF-8 (each read as U+FFFD)."""
+    with path.open("rb") as f:
+        f.seek(start)
+        raw = f.read(stop - start)
     replaced = raw.decode("utf-8", errors="replace").count("\ufffd")
     return replaced - raw.decode("utf-8", errors="ignore").count("\ufffd")
 
 
 @dataclass(frozen=True)
 class Part:
-    """One file's tokens: ``{name}.bin`` (raw ids), then ``{name}.json`` once complete."""
+    """The tokens of one file, or of bytes ``start`` to ``stop`` of a JSONL one: ``{name}.bin``
+    (raw ids), then ``{name}.json`` once complete."""
 
     source: Path
     directory: Path
     name: str
+    start: int
+    stop: int
 
     @property
     def ids(self) -> Path:
@@ -102,16 +125,16 @@ def _load_worker(source: str) -> None:
 
 
 def tokenize_part(part: Part, dtype: str) -> dict:
-    """Tokenize one file's documents, each ended by the end-of-document token where the
+    """Tokenize a part's documents, each ended by the end-of-document token where the
     tokenizer has one, into its part file; returns its ``{"tokens", "replaced"}``."""
     ids = array(DTYPES[dtype][1])  # 2 or 4 bytes a token
     eot = _worker_tokenizer.eot_id
-    for text in read_documents(part.source):
+    for text in read_documents(part.source, part.start, part.stop):
         ids.extend(_worker_tokenizer.encode(text))
         if eot is not None:
             ids.append(eot)
     write_atomic(part.ids, ids.tobytes())
-    result = {"tokens": len(ids), "replaced": undecodable(part.source)}
+    result = {"tokens": len(ids), "replaced": undecodable(part.source, part.start, part.stop)}
     write_atomic(part.done, json.dumps(result).encode())  # last: the part is complete
     return result
 
@@ -167,18 +190,22 @@ def prepare(cfg: Config) -> dict:
     key = hashlib.sha256(f"{tokenizer.fingerprint} {dtype}".encode()).hexdigest()[:16]
     directory = out / f"parts-{key}"
     directory.mkdir(exist_ok=True)
-    parts = [
-        Part(path, directory, f"{index:06d}-{source['sha256'][:16]}")
-        for index, (path, source) in enumerate(zip(paths, sources, strict=True))
-    ]
+    parts, owners = [], []  # and the source each part is from
+    for path, source in zip(paths, sources, strict=True):
+        for start, stop in pieces(path, source["bytes"]):
+            name = f"{len(parts):06d}-{source['sha256'][:16]}-{start}"
+            parts.append(Part(path, directory, name, start, stop))
+            owners.append(source)
     results = tokenize(parts, dtype, tokenizer, tokenizer_file, data.prepare_workers)
-    for source, result in zip(sources, results, strict=True):
-        source["replaced"] = result["replaced"]
-        if result["replaced"]:
+    for source in sources:
+        source["replaced"] = sum(
+            r["replaced"] for r, owner in zip(results, owners, strict=True) if owner is source
+        )
+        if source["replaced"]:
             log.warning(
                 "%s: %d undecodable byte sequences, each replaced by U+FFFD",
                 source["path"],
-                result["replaced"],
+                source["replaced"],
             )
 
     total = sum(r["tokens"] for r in results)
@@ -206,13 +233,13 @@ def tokenize(
     todo = [part for part, result in zip(parts, results, strict=True) if result is None]
     if len(todo) < len(parts):
         log.info(
-            "resuming: %d of %d files were tokenized before", len(parts) - len(todo), len(parts)
+            "resuming: %d of %d parts were tokenized before", len(parts) - len(todo), len(parts)
         )
     if not workers:  # one per CPU, as long as each has enough text to repay its start
-        text = sum(part.source.stat().st_size for part in todo)
+        text = sum(part.stop - part.start for part in todo)
         workers = min(os.cpu_count() or 1, -(-text // AUTO_BYTES_PER_WORKER))
     workers = min(workers, len(todo))
-    with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="file") as bar:
+    with tqdm(total=len(parts), initial=len(parts) - len(todo), desc="prepare", unit="part") as bar:
         if workers <= 1:
             _use(tokenizer)
             fresh = []
