@@ -192,15 +192,15 @@ def prepare(cfg: Config) -> dict:
     directory.mkdir(exist_ok=True)
     parts, owners = [], []  # and the source each part is from
     for path, source in zip(paths, sources, strict=True):
+        source["replaced"] = 0
         for start, stop in pieces(path, source["bytes"]):
             name = f"{len(parts):06d}-{source['sha256'][:16]}-{start}"
             parts.append(Part(path, directory, name, start, stop))
             owners.append(source)
     results = tokenize(parts, dtype, tokenizer, tokenizer_file, data.prepare_workers)
+    for result, source in zip(results, owners, strict=True):
+        source["replaced"] += result["replaced"]
     for source in sources:
-        source["replaced"] = sum(
-            r["replaced"] for r, owner in zip(results, owners, strict=True) if owner is source
-        )
         if source["replaced"]:
             log.warning(
                 "%s: %d undecodable byte sequences, each replaced by U+FFFD",
