@@ -1,7 +1,9 @@
-"""Resolve answers from copier.yml's Jinja alone, the way copier does, without running copier.
+"""Resolve answers from copier.yml the way copier does, without running copier.
 
-Used to compare every Jinja mirror with its Python rule over many answer sets quickly; the
-variant tests then confirm the same through real copier runs.
+copier.yml's defaults and validators call the engine through the template's Jinja extension; this
+renders them in an environment set up as copier's (the same extensions, sandbox and undefined), so
+the tests can check the wiring (question order, `when`, casting, choice validators) over many
+answer sets quickly. The variant tests confirm the same through real copier runs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import yaml
 from copier._jinja_ext import SandboxedEnvironment
-from jinja2 import StrictUndefined
+from jinja2 import FileSystemLoader, StrictUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
 # What copier's `_folder_name` holds when the project folder is `my-model`: the engine's
@@ -29,7 +31,11 @@ def copier_questions() -> dict[str, dict[str, Any]]:
 @functools.cache
 def _env() -> SandboxedEnvironment:
     return SandboxedEnvironment(
-        extensions=["jinja2_ansible_filters.AnsibleCoreFiltersExtension"],
+        loader=FileSystemLoader(ROOT),
+        extensions=[
+            "jinja2_ansible_filters.AnsibleCoreFiltersExtension",
+            *yaml.safe_load((ROOT / "copier.yml").read_text())["_jinja_extensions"],
+        ],
         undefined=StrictUndefined,
         keep_trailing_newline=True,
     )

@@ -74,6 +74,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "deployment.md": ("deployment", "quantization", "speculative", "latency_ms", "distill"),
     "operations.md": ("launcher", "tracking"),
     "updating.md": (),
+    "rules-in-copier.md": (),
 }
 
 CHOICE_HEADER = "| Choice | What it generates | When the rule picks it |"

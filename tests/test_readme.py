@@ -6,6 +6,7 @@ as a clone is; its `.venv` is this one, so the demo finds tmd installed, as afte
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -121,6 +122,12 @@ def test_the_readme_usage_commands_run(tmp_path):
             (cwd / "answers.yml").write_text("stage: production\naccelerator: h200\n")
         elif argv[:2] == ["tmd", "update"]:
             assert tmd("new", str(cwd / argv[2]), "--defaults", "--template", str(tpl), "-q")
+        elif argv[0] == "pip":  # plain copier's install: the test environment holds it
+            assert argv[:2] == ["pip", "install"], command
+            for name in argv[2:]:
+                assert importlib.util.find_spec(name.replace("-", "_")), name
+            ran += 1
+            continue
         elif argv[0] == "copier":
             argv = [a.replace("gh:org/tmd-template", str(tpl)) for a in argv] + ["--defaults"]
         result = run([sys.executable, "-m", *argv], cwd)

@@ -96,8 +96,8 @@ def check_keys(given: Answers) -> None:
 def resolve(given: Answers, *, strict_keys: bool = True, validate: bool = True) -> Answers:
     """Fill in every answer in questionnaire order; raise AnswerError at the first broken rule.
 
-    With validate=False the answers are filled in but not checked (the mirror tests use this to
-    compare rules on combinations the validators would refuse).
+    With validate=False the answers are filled in but not checked (the engine and docs tests use
+    this to read rules on combinations the validators would refuse).
     """
     if strict_keys:
         check_keys(given)

@@ -33,11 +33,10 @@ class Question:
     help: str
     choices: tuple[Choice, ...] = ()
     default: Any = None  # a constant, or a function of the earlier answers
-    default_jinja: str | None = None
+    # What copier.yml says instead of calling the engine: only a value copier alone knows.
+    copier_default: str | None = None
     validator: Callable[[Answers], str | None] | None = None
-    validator_jinja: str | None = None
     when: Callable[[Answers], bool] | None = None  # asked only when true
-    when_jinja: str | None = None
     computed: bool = False  # never asked; derived, but may be set with --data
     advanced: bool = False  # a derived value a person may set; the flow does not ask it
     decision: str | None = None  # the Design Decisions row it fills, if any
@@ -75,9 +74,6 @@ def _from_preset(key: str, help_text: str) -> Question:
         "int",
         help_text,
         default=lambda a: getattr(PRESETS[a["model_size"]], key),
-        default_jinja="{{ "
-        + repr({n: getattr(p, key) for n, p in PRESETS.items()})
-        + "[model_size] }}",
         **_at_least_one(key),
         computed=True,
         advanced=True,
@@ -85,11 +81,8 @@ def _from_preset(key: str, help_text: str) -> Question:
 
 
 def _at_least_one(key: str) -> dict[str, Any]:
-    """The validator pair (Python and its Jinja mirror) for a count that must be >= 1."""
-    return {
-        "validator": lambda a: rules.check_count(a, key),
-        "validator_jinja": rules.jinja_check_count(key),
-    }
+    """The validator for a count that must be >= 1."""
+    return {"validator": lambda a: rules.check_count(a, key)}
 
 
 def _c(value: Any, label: str, offered: bool = True) -> Choice:
@@ -109,7 +102,7 @@ QUESTIONS: tuple[Question, ...] = (
         # Without a folder (`tmd plan`) the engine has only a placeholder; copier and `tmd new`
         # know the folder.
         default="my-model",
-        default_jinja="{{ _folder_name }}",
+        copier_default="{{ _folder_name }}",
     ),
     Question(
         "package_name",
@@ -117,9 +110,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Python package name (import name). It must be an identifier: the project is run as "
         "`python -m <package_name>`.",
         default=lambda a: rules.slugify(a["project_name"]),
-        default_jinja=rules.JINJA_PACKAGE_NAME,
         validator=rules.check_package_name,
-        validator_jinja=rules.JINJA_CHECK_PACKAGE_NAME,
     ),
     Question(
         "modality",
@@ -166,7 +157,6 @@ QUESTIONS: tuple[Question, ...] = (
             ),
         ),
         default=rules.suggest_graph_mode,
-        default_jinja=rules.JINJA_SUGGEST_GRAPH_MODE,
         decision="Graph mode",
     ),
     Question(
@@ -190,7 +180,6 @@ QUESTIONS: tuple[Question, ...] = (
             _c("file", "file (your tokenizer.json or tiktoken file)"),
         ),
         default=rules.suggest_tokenizer,
-        default_jinja=rules.JINJA_SUGGEST_TOKENIZER,
         decision="Tokenizer",
     ),
     Question(
@@ -199,9 +188,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Training context length in tokens. Past 8K tokens attention's T² cost dominates "
         "(sliding window or SSM); past 32K the sequence is split across GPUs (context parallel).",
         default=rules.suggest_seq_len,
-        default_jinja=rules.JINJA_SUGGEST_SEQ_LEN,
         validator=rules.check_seq_len,
-        validator_jinja=rules.JINJA_CHECK_SEQ_LEN,
     ),
     Question(
         "attention",
@@ -218,7 +205,6 @@ QUESTIONS: tuple[Question, ...] = (
             _c("ssm", "selective state-space mixer (Mamba-style), no attention"),
         ),
         default=rules.suggest_attention,
-        default_jinja=rules.JINJA_SUGGEST_ATTENTION,
         decision="Attention variant",
     ),
     Question(
@@ -233,9 +219,7 @@ QUESTIONS: tuple[Question, ...] = (
             _c("none", "none (NoPE: causal mask only)"),
         ),
         default=rules.suggest_position,
-        default_jinja=rules.JINJA_SUGGEST_POSITION,
         validator=rules.check_position,
-        validator_jinja=rules.JINJA_CHECK_POSITION,
         decision="Position encoding",
     ),
     Question(
@@ -257,7 +241,6 @@ QUESTIONS: tuple[Question, ...] = (
         "keeps large or long-trained models from loss spikes.",
         default=False,
         validator=rules.check_qk_norm,
-        validator_jinja=rules.JINJA_CHECK_QK_NORM,
     ),
     Question(
         "more_capacity",
@@ -278,7 +261,6 @@ QUESTIONS: tuple[Question, ...] = (
             _c("moe", "sparse mixture of experts (top-k routing)"),
         ),
         default=rules.suggest_ffn,
-        default_jinja=rules.JINJA_SUGGEST_FFN,
         decision="FFN",
     ),
     *(
@@ -287,9 +269,7 @@ QUESTIONS: tuple[Question, ...] = (
             "int",
             f"Model shape: {key} (from the model_size preset; set it to reshape the model).",
             default=(lambda k: lambda a: rules.shape_default(a, k))(key),
-            default_jinja=rules.jinja_shape_default(key),
             validator=(lambda k: lambda a: rules.check_shape(a, k))(key),
-            validator_jinja=rules.jinja_check_shape(key),
             computed=True,
             advanced=True,
         )
@@ -300,9 +280,7 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "Sliding-window attention: keys each query sees (a quarter of seq_len, at most 4096).",
         default=rules.window_default,
-        default_jinja=rules.JINJA_WINDOW_DEFAULT,
         validator=rules.check_window,
-        validator_jinja=rules.JINJA_CHECK_WINDOW,
         computed=True,
         advanced=True,
     ),
@@ -311,7 +289,6 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "MLA: width of the compressed K/V latent the cache stores (dim/8, at least a head).",
         default=rules.kv_latent_default,
-        default_jinja=rules.JINJA_KV_LATENT_DEFAULT,
         **_at_least_one("kv_latent_dim"),
         computed=True,
         advanced=True,
@@ -322,7 +299,6 @@ QUESTIONS: tuple[Question, ...] = (
         "MoE: experts per layer (Mixtral's 8).",
         default=8,
         validator=rules.check_n_experts,
-        validator_jinja=rules.JINJA_CHECK_N_EXPERTS,
         computed=True,
         advanced=True,
     ),
@@ -332,7 +308,6 @@ QUESTIONS: tuple[Question, ...] = (
         "MoE: experts each token is routed to (2: twice a dense FFN's compute per token).",
         default=2,
         validator=rules.check_top_k,
-        validator_jinja=rules.JINJA_CHECK_TOP_K,
         computed=True,
         advanced=True,
     ),
@@ -343,7 +318,6 @@ QUESTIONS: tuple[Question, ...] = (
         "(and counted).",
         default=1.25,
         validator=lambda a: None if a["capacity_factor"] > 0 else "capacity_factor must be > 0",
-        validator_jinja="{% if capacity_factor <= 0 %}capacity_factor must be > 0{% endif %}",
         computed=True,
         advanced=True,
     ),
@@ -361,7 +335,6 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "Parameters of the model these answers describe.",
         default=rules.param_count,
-        default_jinja=rules.JINJA_PARAM_COUNT,
         computed=True,
         derived_from=("model_size", "dim", "n_layers", "ffn_hidden_dim", "vocab_size"),
     ),
@@ -393,9 +366,7 @@ QUESTIONS: tuple[Question, ...] = (
             _c("fp8", "fp8 matmuls via torchao float8 training"),
         ),
         default=rules.suggest_precision,
-        default_jinja=rules.JINJA_SUGGEST_PRECISION,
         validator=rules.check_precision,
-        validator_jinja=rules.JINJA_CHECK_PRECISION,
         decision="Precision",
     ),
     Question(
@@ -404,16 +375,13 @@ QUESTIONS: tuple[Question, ...] = (
         "Scale the fp16 loss (GradScaler) so small gradients survive fp16's narrow exponent?",
         default=True,
         validator=rules.check_loss_scaling,
-        validator_jinja=rules.JINJA_CHECK_LOSS_SCALING,
         when=lambda a: a["precision"] == "fp16",
-        when_jinja="{{ precision == 'fp16' }}",
     ),
     Question(
         "block_bytes",
         "float",
         "Activation bytes one block keeps per token for its backward, under autocast (one device, DDP).",
         default=rules.block_bytes_of,
-        default_jinja=rules.JINJA_BLOCK_BYTES,
         computed=True,
         derived_from=("model_size", "precision", "seq_len"),
     ),
@@ -422,7 +390,6 @@ QUESTIONS: tuple[Question, ...] = (
         "float",
         "Activation bytes one block keeps per token for its backward under FSDP2, whose weights are cast.",
         default=rules.block_bytes_sharded,
-        default_jinja=rules.JINJA_BLOCK_BYTES_SHARDED,
         computed=True,
         derived_from=("model_size", "precision", "seq_len"),
     ),
@@ -445,7 +412,6 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "GPUs in all.",
         default=rules.world_size,
-        default_jinja=rules.JINJA_WORLD_SIZE,
         computed=True,
         derived_from=("gpus_per_node", "nodes"),
     ),
@@ -459,7 +425,6 @@ QUESTIONS: tuple[Question, ...] = (
         "Micro-batches accumulated per optimizer step: enough for tokens_per_step over "
         "batch_size x seq_len x world_size.",
         default=rules.grad_accum_steps,
-        default_jinja=rules.JINJA_GRAD_ACCUM_STEPS,
         **_at_least_one("grad_accum_steps"),
         computed=True,
         advanced=True,
@@ -470,7 +435,6 @@ QUESTIONS: tuple[Question, ...] = (
         "Tensor-parallel degree if TP is used: the largest power of two in a node that divides "
         "both head counts.",
         default=rules.tp_degree,
-        default_jinja=rules.JINJA_TP_DEGREE,
         computed=True,
         derived_from=("gpus_per_node", "n_heads", "n_kv_heads"),
     ),
@@ -479,7 +443,6 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "Pipeline stages if PP is used: one per node, or two on a single node.",
         default=rules.pp_degree,
-        default_jinja=rules.JINJA_PP_DEGREE,
         computed=True,
         derived_from=("nodes",),
     ),
@@ -488,7 +451,6 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "Usable memory per device (0 on CPU, where the fit checks are skipped).",
         default=lambda a: int(rules.capacity_bytes(a) or 0),
-        default_jinja=rules.jinja_capacity(),
         computed=True,
         derived_from=("accelerator",),
     ),
@@ -505,10 +467,8 @@ QUESTIONS: tuple[Question, ...] = (
             _c("fsdp2_tp_pp", "FSDP2 + TP + pipeline parallel (3-D)", offered=False),
         ),
         default=rules.suggest_parallelism,
-        default_jinja=rules.JINJA_SUGGEST_PARALLELISM,
         fallback={"fsdp2_tp": "fsdp2", "fsdp2_tp_pp": "fsdp2"},
         validator=rules.check_parallelism,
-        validator_jinja=rules.JINJA_CHECK_PARALLELISM,
         decision="Parallelism",
     ),
     Question(
@@ -516,7 +476,6 @@ QUESTIONS: tuple[Question, ...] = (
         "bool",
         "Context parallel (split the sequence across GPUs), added past 32K tokens.",
         default=rules.context_parallel,
-        default_jinja=rules.JINJA_CONTEXT_PARALLEL,
         computed=True,
         derived_from=("seq_len", "gpus_per_node", "nodes", "attention"),
     ),
@@ -531,9 +490,7 @@ QUESTIONS: tuple[Question, ...] = (
             _c("full", "full (every block)"),
         ),
         default=rules.suggest_activation_checkpointing,
-        default_jinja=rules.JINJA_SUGGEST_ACTIVATION_CHECKPOINTING,
         validator=rules.check_fit,
-        validator_jinja=rules.JINJA_CHECK_FIT,
         decision="Activation checkpointing",
     ),
     Question(
@@ -541,7 +498,6 @@ QUESTIONS: tuple[Question, ...] = (
         "str",
         "Estimated training memory per device in GB for the chosen layout.",
         default=rules.memory_gb,
-        default_jinja=rules.JINJA_MEMORY_GB,
         computed=True,
         derived_from=("parallelism", "activation_checkpointing", "batch_size", "seq_len"),
     ),
@@ -558,7 +514,6 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default="research",
         validator=rules.check_deployment,
-        validator_jinja=rules.JINJA_CHECK_DEPLOYMENT,
         decision="Deployment",
     ),
     Question(
@@ -575,7 +530,6 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default="none",
         validator=rules.check_quantization,
-        validator_jinja=rules.JINJA_CHECK_QUANTIZATION,
     ),
     Question(
         "speculative",
@@ -584,7 +538,6 @@ QUESTIONS: tuple[Question, ...] = (
         "latency for a single request. Autoregressive models only.",
         default=False,
         validator=rules.check_speculative,
-        validator_jinja=rules.JINJA_CHECK_SPECULATIVE,
     ),
     Question(
         "latency_ms",
@@ -593,7 +546,6 @@ QUESTIONS: tuple[Question, ...] = (
         "model into a small one beats designing small from scratch.",
         default=0.0,
         validator=rules.check_latency,
-        validator_jinja=rules.JINJA_CHECK_LATENCY,
     ),
     Question(
         "launcher",
@@ -623,7 +575,6 @@ QUESTIONS: tuple[Question, ...] = (
         "str",
         "The torch.compile mode the graph-mode answer maps to.",
         default=lambda a: rules.COMPILE_MODE[a["graph_mode"]],
-        default_jinja="{{ " + repr(rules.COMPILE_MODE) + "[graph_mode] }}",
         computed=True,
         derived_from=("graph_mode",),
     ),
@@ -632,7 +583,6 @@ QUESTIONS: tuple[Question, ...] = (
         "bool",
         "A latency target under 10 ms: the design notes recommend distillation.",
         default=rules.wants_distillation,
-        default_jinja="{{ 0 < latency_ms < " + str(rules.DISTILL_LATENCY_MS) + " }}",
         computed=True,
         derived_from=("latency_ms",),
     ),

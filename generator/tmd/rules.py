@@ -1,9 +1,8 @@
 """The decision trees as small pure functions, each returning its choice and the reason.
 
-Every rule that copier.yml needs at prompt time also carries its Jinja mirror (the `JINJA_*`
-strings next to it): `copier copy` runs without this package, so the defaults and validators in
-copier.yml are these strings, and `tests/test_mirror.py` checks that each Jinja mirror and its
-Python function agree over the whole answer space. Edit both together, then run `tmd sync`.
+Each rule exists once, here. copier.yml calls these same functions at prompt time through the
+template's Jinja extension (`extensions/tmd_engine.py`, via `copier_bridge`), so they use the
+standard library only: copier loads this package from the template checkout, not from an install.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 from .hardware import ACCELERATORS, FP8_ACCELERATORS, USABLE_MEMORY_FRACTION
 from .memory import MemoryEstimate, block_bytes, estimate_train_memory
-from .presets import PRESETS, SSM_CONV, SSM_EXPAND, ModelShape, count_params
+from .presets import PRESETS, ModelShape, count_params
 
 Answers = dict[str, Any]
 
@@ -38,11 +37,6 @@ class Decision:
 
 def slugify(project_name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", project_name.lower()).strip("_")
-
-
-JINJA_PACKAGE_NAME = (
-    "{{ project_name | lower | regex_replace('[^0-9a-z]+', '_') | regex_replace('^_+|_+$', '') }}"
-)
 
 
 def check_package_name(a: Answers) -> str | None:
@@ -69,25 +63,6 @@ def check_package_name(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_PACKAGE_NAME = (
-    "{% set n = package_name %}"
-    "{% if '/' in n or '\\\\' in n or '..' in n %}"
-    "package_name '{{ n }}' looks like a path: the package must be a plain Python identifier "
-    "inside the project folder, e.g. 'my_model'"
-    "{% elif not (n | regex_search('^[A-Za-z_][A-Za-z0-9_]*$')) %}"
-    "{% if n[:1] in '0123456789' and n[:1] %}"
-    "package_name '{{ n }}' starts with a digit, which Python cannot import: use a leading "
-    "letter, e.g. 'pkg_{{ n }}'"
-    "{% else %}"
-    "{% set s = n | lower | regex_replace('[^0-9a-z]+', '_') | regex_replace('^_+|_+$', '') %}"
-    "package_name '{{ n }}' is not a Python identifier (ASCII letters, digits and "
-    "underscores): try '{{ s or 'my_model' }}'"
-    "{% endif %}"
-    "{% elif n in " + repr(sorted(keyword.kwlist)) + " %}"
-    "package_name '{{ n }}' is a Python keyword and cannot be imported: try '{{ n }}_model'"
-    "{% endif %}"
-)
-
 # --------------------------------------------------------------------------- graph mode
 
 
@@ -112,10 +87,6 @@ def suggest_graph_mode(a: Answers) -> Decision:
     )
 
 
-JINJA_SUGGEST_GRAPH_MODE = (
-    "{% if control_flow or stage == 'research' %}eager{% else %}max_autotune{% endif %}"
-)
-
 COMPILE_MODE = {"eager": "none", "compile": "default", "max_autotune": "max-autotune"}
 
 # --------------------------------------------------------------------------- sequence and attention
@@ -133,21 +104,10 @@ def suggest_seq_len(a: Answers) -> Decision:
     return Decision(n, f"{n} tokens is the usual pre-training context for {a['modality']}.")
 
 
-JINJA_SUGGEST_SEQ_LEN = (
-    "{% if model_size == 'tiny' %}" + str(TINY_SEQ_LEN) + "{% else %}"
-    "{{ " + repr(SEQ_LEN_BY_MODALITY) + "[modality] }}{% endif %}"
-)
-
-
 def check_seq_len(a: Answers) -> str | None:
     if a["seq_len"] < 1:
         return f"seq_len must be a positive number of tokens, got {a['seq_len']}"
     return None
-
-
-JINJA_CHECK_SEQ_LEN = (
-    "{% if seq_len < 1 %}seq_len must be a positive number of tokens, got {{ seq_len }}{% endif %}"
-)
 
 
 def windowed_reach(a: Answers) -> int:
@@ -185,17 +145,6 @@ def suggest_attention(a: Answers) -> Decision:
     )
 
 
-def jinja_preset(key: str) -> str:
-    """Jinja for the model_size preset's value of a shape field."""
-    return repr({name: getattr(p.shape, key) for name, p in PRESETS.items()}) + "[model_size]"
-
-
-JINJA_SUGGEST_ATTENTION = (
-    "{% if seq_len > " + str(LONG_SEQUENCE) + " %}"
-    "{% if seq_len > " + jinja_preset("n_layers") + " * " + str(MAX_WINDOW) + " %}ssm"
-    "{% else %}sliding_window{% endif %}{% else %}gqa{% endif %}"
-)
-
 # --------------------------------------------------------------------------- tokenizer
 
 BYTE_VOCAB = 256  # the byte tokenizer's ids
@@ -218,9 +167,6 @@ def suggest_tokenizer(a: Answers) -> Decision:
         "`prepare` trains on your corpus fills it, where bytes would leave all but 256 of its "
         "rows untrained.",
     )
-
-
-JINJA_SUGGEST_TOKENIZER = "{% if model_size == 'tiny' %}byte{% else %}bpe{% endif %}"
 
 
 def padded_vocab(ids: int) -> int:
@@ -258,28 +204,6 @@ def vocabulary_note(a: Answers) -> str:
     return text
 
 
-JINJA_VOCABULARY_NOTE = (
-    (
-        "{% set rows = 2 * vocab_size * dim %}"
-        "Embedding and head: 2 × {{ '{:,}'.format(vocab_size) }} × {{ dim }} = "
-        "{{ '{:,}'.format(rows) }} parameters ({{ '%.0f' | format(100 * rows / param_count) }}% of "
-        "the model) for the {{ tokenizer }} tokenizer"
-        "{% if tokenizer == 'byte' and vocab_size > BYTES %}"
-        "{% set unused = vocab_size - BYTES %}; {{ '{:,}'.format(unused) }} rows "
-        "of each are ids no byte reaches, {{ '{:,}'.format(2 * unused * dim) }} parameters that "
-        "never train: set vocab_size=256, or tokenizer=bpe."
-        "{% elif tokenizer == 'file' %}; vocab_size must hold your tokenizer's ids, padded to a "
-        "multiple of 64 (Llama 3's 128,256; GPT-2's 50,257 ids take 50,304)."
-        "{% else %}.{% endif %}"
-        "{% if vocab_size % MULTIPLE %} vocab_size={{ '{:,}'.format(vocab_size) }} is not a "
-        "multiple of MULTIPLE: {{ '{:,}'.format(-(-vocab_size // MULTIPLE) * MULTIPLE) }} keeps "
-        "the head's matmul on full tiles.{% endif %}"
-    )
-    .replace("BYTES", str(BYTE_VOCAB))
-    .replace("MULTIPLE", str(VOCAB_MULTIPLE))
-)
-
-
 # --------------------------------------------------------------------------- model shape
 
 SHAPE_KEYS = ("dim", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden_dim", "vocab_size")
@@ -295,18 +219,6 @@ def shape_default(a: Answers, key: str) -> int:
         bpe = max(preset.shape.vocab_size, MIN_BPE_VOCAB)
         return BYTE_VOCAB if a["tokenizer"] == "byte" else bpe
     return getattr(preset.shape, key)
-
-
-def jinja_shape_default(key: str) -> str:
-    preset = jinja_preset(key)
-    if key == "n_kv_heads":
-        return "{{ {'mha': n_heads, 'mqa': 1}.get(attention, " + preset + ") }}"
-    if key == "ffn_hidden_dim":
-        return "{{ 4 * dim if ffn == 'gelu' else " + preset + " }}"
-    if key == "vocab_size":
-        bpe = f"[{preset}, {MIN_BPE_VOCAB}] | max"
-        return "{{ " + f"{BYTE_VOCAB} if tokenizer == 'byte' else {bpe}" + " }}"
-    return "{{ " + preset + " }}"
 
 
 def check_shape(a: Answers, key: str) -> str | None:
@@ -341,37 +253,6 @@ def check_shape(a: Answers, key: str) -> str | None:
     return None
 
 
-def jinja_check_shape(key: str) -> str:
-    text = "{% if " + key + " < 1 %}" + key + " must be positive, got {{ " + key + " }}"
-    if key == "n_heads":
-        text += (
-            "{% elif dim % n_heads %}n_heads={{ n_heads }} must divide dim={{ dim }}: each head "
-            "gets dim // n_heads channels"
-            "{% elif attention == 'mla' and (dim // n_heads) % 4 %}head_dim = dim // n_heads = "
-            "{{ dim // n_heads }} must be a multiple of 4 for MLA, whose RoPE half of each head "
-            "rotates channel pairs: change dim or n_heads"
-            "{% elif position == 'rope' and (dim // n_heads) % 2 %}head_dim = dim // n_heads = "
-            "{{ dim // n_heads }} must be even for RoPE, which rotates channel pairs: change dim "
-            "or n_heads"
-        )
-    if key == "n_kv_heads":
-        text += (
-            "{% elif n_heads % n_kv_heads %}n_kv_heads={{ n_kv_heads }} must divide "
-            "n_heads={{ n_heads }}: each KV head serves an equal group of query heads; pick a "
-            "divisor, e.g. {% for d in range(1, n_kv_heads + 1) if n_heads % d == 0 %}"
-            "{% if loop.last %}{{ d }}{% endif %}{% endfor %}"
-        )
-    if key == "vocab_size":
-        text += (
-            "{% elif vocab_size < 256 %}vocab_size={{ vocab_size }} is below 256, the "
-            "byte-level tokenizer's alphabet"
-            "{% elif tokenizer == 'bpe' and vocab_size <= 257 %}vocab_size={{ vocab_size }} "
-            "leaves a BPE no merges: it needs more than its 256 bytes and the end-of-document "
-            "token; use e.g. " + str(MIN_BPE_VOCAB) + ", or tokenizer=byte"
-        )
-    return text + "{% endif %}"
-
-
 # --------------------------------------------------------------------------- architecture
 
 
@@ -386,9 +267,6 @@ def suggest_position(a: Answers) -> Decision:
         "rope",
         "RoPE: relative positions through rotated q/k, nothing added to the residual stream.",
     )
-
-
-JINJA_SUGGEST_POSITION = "{% if attention == 'ssm' %}none{% else %}rope{% endif %}"
 
 
 def check_position(a: Answers) -> str | None:
@@ -406,16 +284,6 @@ def check_position(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_POSITION = (
-    "{% if attention == 'mla' and position != 'rope' %}position={{ position }} with MLA: MLA "
-    "caches one compressed latent for all heads and carries position in a decoupled RoPE key, "
-    "so it is defined with RoPE only; use position=rope with mla, or another attention"
-    "{% elif attention == 'ssm' and position in ['rope', 'alibi'] %}position={{ position }} acts "
-    "on attention scores and the SSM mixer has none: use position=none (the recurrence orders "
-    "the sequence) or learned{% endif %}"
-)
-
-
 def check_qk_norm(a: Answers) -> str | None:
     if a["qk_norm"] and a["attention"] == "ssm":
         return (
@@ -423,12 +291,6 @@ def check_qk_norm(a: Answers) -> str | None:
             "set qk_norm=false, or pick an attention variant"
         )
     return None
-
-
-JINJA_CHECK_QK_NORM = (
-    "{% if qk_norm and attention == 'ssm' %}qk_norm=true normalises attention queries and keys, "
-    "and the SSM mixer has none: set qk_norm=false, or pick an attention variant{% endif %}"
-)
 
 
 def suggest_ffn(a: Answers) -> Decision:
@@ -447,14 +309,8 @@ def suggest_ffn(a: Answers) -> Decision:
     )
 
 
-JINJA_SUGGEST_FFN = "{% if more_capacity %}moe{% else %}swiglu{% endif %}"
-
-
 def window_default(a: Answers) -> int:
     return max(1, min(MAX_WINDOW, a["seq_len"] // 4))
-
-
-JINJA_WINDOW_DEFAULT = "{{ [1, [" + str(MAX_WINDOW) + ", seq_len // 4] | min] | max }}"
 
 
 def check_window(a: Answers) -> str | None:
@@ -467,30 +323,14 @@ def check_window(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_WINDOW = (
-    "{% if attention == 'sliding_window' and not (1 <= window_size < seq_len) %}"
-    "window_size={{ window_size }} must be at least 1 and below seq_len={{ seq_len }}: a window "
-    "as long as the sequence is full attention at extra cost; lower it, or pick gqa{% endif %}"
-)
-
-
 def kv_latent_default(a: Answers) -> int:
     return max(a["dim"] // 8, a["dim"] // a["n_heads"])
-
-
-JINJA_KV_LATENT_DEFAULT = "{{ [dim // 8, dim // n_heads] | max }}"
 
 
 def check_n_experts(a: Answers) -> str | None:
     if a["ffn"] == "moe" and a["n_experts"] < 2:
         return f"n_experts={a['n_experts']}: a mixture needs at least 2 experts"
     return None
-
-
-JINJA_CHECK_N_EXPERTS = (
-    "{% if ffn == 'moe' and n_experts < 2 %}n_experts={{ n_experts }}: a mixture needs at least "
-    "2 experts{% endif %}"
-)
 
 
 def check_top_k(a: Answers) -> str | None:
@@ -500,12 +340,6 @@ def check_top_k(a: Answers) -> str | None:
             "visits top_k distinct experts"
         )
     return None
-
-
-JINJA_CHECK_TOP_K = (
-    "{% if ffn == 'moe' and not (1 <= top_k <= n_experts) %}top_k={{ top_k }} must be "
-    "between 1 and n_experts={{ n_experts }}: each token visits top_k distinct experts{% endif %}"
-)
 
 
 # --------------------------------------------------------------------------- precision
@@ -525,9 +359,6 @@ def suggest_precision(a: Answers) -> Decision:
     )
 
 
-JINJA_SUGGEST_PRECISION = "{% if accelerator == 'cpu' %}fp32{% else %}bf16{% endif %}"
-
-
 def check_precision(a: Answers) -> str | None:
     if a["precision"] == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
         return (
@@ -535,13 +366,6 @@ def check_precision(a: Answers) -> str | None:
             "have them): pick precision bf16, or accelerator h100/h200/b200"
         )
     return None
-
-
-JINJA_CHECK_PRECISION = (
-    "{% if precision == 'fp8' and accelerator not in " + repr(list(FP8_ACCELERATORS)) + " %}"
-    "fp8 needs fp8 tensor cores, which {{ accelerator }} lacks (H100, H200 and B200 have them): "
-    "pick precision bf16, or accelerator h100/h200/b200{% endif %}"
-)
 
 
 def check_loss_scaling(a: Answers) -> str | None:
@@ -553,12 +377,6 @@ def check_loss_scaling(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_LOSS_SCALING = (
-    "{% if precision == 'fp16' and not loss_scaling %}fp16 without loss scaling: fp16's 5-bit "
-    "exponent flushes small gradients to zero; keep loss_scaling=true (a GradScaler), or use "
-    "bf16, which needs none{% endif %}"
-)
-
 # --------------------------------------------------------------------------- parallelism
 
 
@@ -568,29 +386,14 @@ def check_count(a: Answers, key: str) -> str | None:
     return None
 
 
-def jinja_check_count(key: str) -> str:
-    return (
-        "{% if " + key + " < 1 %}" + key + " must be at least 1, got {{ " + key + " }}{% endif %}"
-    )
-
-
 def world_size(a: Answers) -> int:
     return a["gpus_per_node"] * a["nodes"]
-
-
-JINJA_WORLD_SIZE = "{{ gpus_per_node * nodes }}"
 
 
 def grad_accum_steps(a: Answers) -> int:
     """Micro-batches per optimizer step: as many as the tokens per step aimed at need."""
     micro_tokens = max(1, a["batch_size"] * a["seq_len"] * world_size(a))
     return max(1, -(-a["tokens_per_step"] // micro_tokens))
-
-
-JINJA_GRAD_ACCUM_STEPS = (
-    "{{ [1, -(-tokens_per_step // ([batch_size * seq_len * gpus_per_node * nodes, 1] | max))]"
-    " | max }}"
-)
 
 
 def tp_degree(a: Answers) -> int:
@@ -605,19 +408,9 @@ def tp_degree(a: Answers) -> int:
     return tp
 
 
-JINJA_TP_DEGREE = (
-    "{% set ns = namespace(tp=1) %}{% for t in [2, 4, 8] %}"
-    "{% if t <= gpus_per_node and ns.tp * 2 == t and n_heads % t == 0 and n_kv_heads % t == 0 %}"
-    "{% set ns.tp = t %}{% endif %}{% endfor %}{{ ns.tp }}"
-)
-
-
 def pp_degree(a: Answers) -> int:
     """One pipeline stage per node; two on a single node."""
     return a["nodes"] if a["nodes"] > 1 else 2
-
-
-JINJA_PP_DEGREE = "{{ nodes if nodes > 1 else 2 }}"
 
 
 def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
@@ -665,62 +458,7 @@ def block_bytes_sharded(a: Answers) -> float:
     return block_bytes_of(a, autocast=False)
 
 
-JINJA_PARAM_COUNT = (
-    "{% set d = dim %}{% set hd = dim // n_heads %}{% set qk = 2 * hd if qk_norm else 0 %}"
-    "{% if attention == 'mla' %}{% set r = hd // 2 %}{% set c = kv_latent_dim %}"
-    "{% set mixer = d * n_heads * (hd + r) + d * c + d * r + c + 2 * c * n_heads * hd"
-    " + n_heads * hd * d + qk %}"
-    "{% elif attention == 'ssm' %}{% set e = " + str(SSM_EXPAND) + " * d %}"
-    "{% set rank = (d + 15) // 16 %}{% set n = ssm_state_dim %}"
-    "{% set mixer = d * 2 * e + e * " + str(SSM_CONV) + " + e + e * (rank + 2 * n) + rank * e"
-    " + e + e * n + e + e * d %}"
-    "{% else %}{% set mixer = 2 * d * d + 2 * d * n_kv_heads * hd + qk %}{% endif %}"
-    "{% if ffn == 'gelu' %}{% set f = 2 * d * ffn_hidden_dim %}"
-    "{% elif ffn == 'moe' %}{% set f = n_experts * 3 * d * ffn_hidden_dim + d * n_experts %}"
-    "{% else %}{% set f = 3 * d * ffn_hidden_dim %}{% endif %}"
-    "{% set norm_p = 2 * d if norm == 'layernorm' else d %}"
-    "{% set positions = seq_len * d if position == 'learned' else 0 %}"
-    "{{ n_layers * (mixer + f + 2 * norm_p) + 2 * vocab_size * d + norm_p + positions }}"
-)
-
 BYTES_JINJA = repr({"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2})
-
-
-def _jinja_block_bytes(autocast: str) -> str:
-    """memory.block_bytes in Jinja, for an autocast expression (True: single device and DDP)."""
-    return (
-        "{% set d = dim %}{% set h = ffn_hidden_dim %}{% set hd = dim // n_heads %}"
-        "{% set kv = n_kv_heads * hd %}{% set a = " + BYTES_JINJA + "[precision] %}"
-        "{% set r = 4 if " + autocast + " else a %}{% set cpu = accelerator == 'cpu' %}"
-        "{% set composite = cpu and norm == 'rmsnorm' %}{% set residual = 0 if composite else 2 * d %}"
-        "{% set fp32 = 4 * d if composite else 0 %}{% set compute = 2 * d %}"
-        "{% set qk = n_heads * hd + kv %}"
-        "{% if attention == 'mla' %}{% set c = kv_latent_dim %}{% set qk_width = hd + hd // 2 %}"
-        "{% set compute = compute + 4 * n_heads * qk_width + n_heads * hd + c %}"
-        "{% set fp32 = fp32 + c * (2 if cpu else 1) %}{% set qk = 2 * n_heads * hd %}"
-        "{% elif attention == 'ssm' %}{% set e = " + str(SSM_EXPAND) + " * d %}"
-        "{% set n = ssm_state_dim %}{% set rank = (d + 15) // 16 %}"
-        "{% set compute = compute + (9 + " + str(SSM_CONV - 1) + " / seq_len) * e + rank + 2 * n %}"
-        "{% set fp32 = fp32 + 6 * e * n + 2 * e + (0 if a == 4 else e + 2 * n) %}"
-        "{% else %}{% set masked = position == 'alibi' or attention == 'sliding_window' %}"
-        "{% set kw = n_heads * hd if not cpu and (masked or precision == 'fp32') else kv %}"
-        "{% set compute = compute + 2 * d + 2 * kw %}"
-        "{% if attention == 'sliding_window' and seq_len > 2 * window_size %}"
-        "{% set compute = compute + 2 * kw %}{% endif %}{% endif %}"
-        "{% if qk_norm and attention != 'ssm' %}{% set fp32 = fp32 + qk * (2 if cpu else 1) %}"
-        "{% endif %}"
-        "{% if ffn == 'gelu' %}{% set compute = compute + 2 * h %}"
-        "{% elif ffn == 'moe' %}{% set slots = capacity_factor * top_k %}"
-        "{% set residual = residual + 2 * top_k * d %}"
-        "{% set compute = compute + top_k * d + slots * (d + 4 * h) %}"
-        "{% set fp32 = fp32 + n_experts %}"
-        "{% else %}{% set compute = compute + 4 * h %}{% endif %}"
-        "{{ r * residual + a * compute + 4 * fp32 }}"
-    )
-
-
-JINJA_BLOCK_BYTES = _jinja_block_bytes("True")
-JINJA_BLOCK_BYTES_SHARDED = _jinja_block_bytes("False")
 
 
 def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
@@ -795,85 +533,6 @@ def suggest_parallelism(a: Answers) -> Decision:
     )
 
 
-def _jinja_memory(parallelism: str, ac: str) -> str:
-    """Jinja statements setting `mem` (bytes per device) for a parallelism and AC expression.
-
-    memory.estimate_train_memory in Jinja; the blocks' bytes are the computed answers.
-    """
-    return (
-        "{% set p = " + parallelism + " %}{% set ac = " + ac + " %}"
-        "{% set tp = tp_degree if 'tp' in p else 1 %}"
-        "{% set shard = world_size if p.startswith('fsdp2') else 1 %}"
-        "{% set params = param_count %}{% set autocast = not p.startswith('fsdp2') %}"
-        "{% set block = block_bytes if autocast else block_bytes_sharded %}"
-        "{% set a = " + BYTES_JINJA + "[precision] %}{% set r = 4 if autocast else a %}"
-        "{% set kept = dim * r %}{% set wrapped = n_layers // 2 %}"
-        "{% set per_token = {'none': n_layers * block, 'full': n_layers * kept + block,"
-        " 'selective': wrapped * kept + (n_layers - wrapped) * block + (block if wrapped else 0)}[ac] %}"
-        "{% set composite = accelerator == 'cpu' and norm == 'rmsnorm' %}"
-        "{% set per_token = per_token + dim * ((8 if composite else r) + a) %}"
-        "{% set hd = dim // n_heads %}{% set rotated = hd // 2 if attention == 'mla' else hd %}"
-        "{% if position == 'rope' and attention != 'ssm' %}"
-        "{% set positions = 2 * seq_len * (rotated // 2) * 4 %}"
-        "{% elif position == 'learned' %}{% set positions = seq_len * 8 %}"
-        "{% else %}{% set positions = 0 %}{% endif %}"
-        "{% if attention == 'sliding_window' %}{% set w = window_size %}"
-        "{% set heads = n_heads if position == 'alibi' else 1 %}"
-        "{% set mask = seq_len * seq_len if seq_len <= 2 * w else 2 * w * w %}"
-        "{% set positions = positions + heads * mask * a %}"
-        "{% elif position == 'alibi' %}{% set positions = n_heads * seq_len * seq_len * a %}{% endif %}"
-        "{% set table = seq_len * dim if position == 'learned' else 0 %}"
-        "{% set norm_p = 2 * dim if norm == 'layernorm' else dim %}"
-        "{% set unread = vocab_size * dim + table + (2 * n_layers + 1) * norm_p %}"
-        "{% if qk_norm and attention != 'ssm' %}{% set unread = unread + 2 * hd * n_layers %}{% endif %}"
-        "{% if attention == 'mla' %}{% set unread = unread + kv_latent_dim * n_layers %}"
-        "{% elif attention == 'ssm' %}{% set e = " + str(SSM_EXPAND) + " * dim %}"
-        "{% set unread = unread + n_layers * (3 * e + e * ssm_state_dim) %}{% endif %}"
-        "{% set copies = (params - unread) * a if autocast and a < 4 else 0 %}"
-        "{% set tokens = batch_size * seq_len %}"
-        "{% set root = 2 * vocab_size * dim + norm_p + table %}"
-        "{% set gathered = (root + 2 * (params - root) / n_layers) * a if p.startswith('fsdp2') else 0 %}"
-        "{% set mem = params * 16 / shard + (tokens * per_token + positions) / tp + copies / tp"
-        " + tokens * vocab_size * 8 / tp + gathered / tp %}"
-    )
-
-
-def _jinja_fits(parallelism: str, ac: str, body_true: str, body_false: str) -> str:
-    return (
-        _jinja_memory(parallelism, ac)
-        + "{% if capacity_bytes == 0 or mem <= capacity_bytes %}"
-        + body_true
-        + "{% else %}"
-        + body_false
-        + "{% endif %}"
-    )
-
-
-def jinja_capacity() -> str:
-    table = {
-        name: (0 if acc.memory_gb is None else int(acc.memory_gb * 1e9 * USABLE_MEMORY_FRACTION))
-        for name, acc in ACCELERATORS.items()
-    }
-    return "{{ " + repr(table) + "[accelerator] }}"
-
-
-JINJA_SUGGEST_PARALLELISM = (
-    "{% if world_size == 1 %}single{% else %}"
-    + _jinja_fits(
-        "'ddp'",
-        "'none'",
-        "ddp",
-        _jinja_fits(
-            "'fsdp2'",
-            "'none'",
-            "fsdp2",
-            "{% if nodes > 1 and n_layers >= " + str(DEEP_MODEL_LAYERS) + " %}fsdp2_tp_pp"
-            "{% else %}fsdp2_tp{% endif %}",
-        ),
-    )
-    + "{% endif %}"
-)
-
 PARALLELISM_NEEDS = {
     "ddp": "data parallel",
     "fsdp2": "FSDP2 sharding",
@@ -920,37 +579,12 @@ def check_parallelism(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_PARALLELISM = (
-    "{% set p = parallelism %}{% set needs = " + repr(PARALLELISM_NEEDS) + " %}"
-    "{% if p == 'single' and world_size > 1 %}parallelism=single on {{ world_size }} GPUs leaves "
-    "{{ world_size - 1 }} idle: pick ddp or fsdp2, or set gpus_per_node=1 and nodes=1"
-    "{% elif p != 'single' and world_size == 1 %}{{ needs[p] }} needs at least 2 GPUs, but "
-    "gpus_per_node x nodes = 1: raise gpus_per_node, or pick parallelism=single"
-    "{% elif 'tp' in p and gpus_per_node < 2 %}tensor parallel splits layers across the GPUs of "
-    "one node, and gpus_per_node=1: raise gpus_per_node, or pick fsdp2"
-    "{% elif 'tp' in p and tp_degree < 2 %}no tensor-parallel degree from 2 to "
-    "{{ [gpus_per_node, " + str(MAX_TP_DEGREE) + "] | min }} divides both n_heads={{ n_heads }} "
-    "and n_kv_heads={{ n_kv_heads }}: change the head counts, or pick fsdp2"
-    "{% elif p.endswith('_pp') and pp_degree > n_layers %}{{ pp_degree }} pipeline stages for "
-    "{{ n_layers }} layers: every stage needs at least one layer; use fewer nodes, or pick fsdp2_tp"
-    "{% elif p.endswith('_pp') and world_size < pp_degree * tp_degree %}pipeline "
-    "({{ pp_degree }} stages) x tensor parallel ({{ tp_degree }}) needs "
-    "{{ pp_degree * tp_degree }} GPUs, but there are {{ world_size }}: add GPUs, or pick fsdp2_tp"
-    "{% endif %}"
-)
-
-
 def context_parallel(a: Answers) -> bool:
     """Ring attention over the sequence: attention variants only (the SSM has no K/V to pass)."""
     return (
         a["seq_len"] > CONTEXT_PARALLEL_SEQUENCE and world_size(a) > 1 and a["attention"] != "ssm"
     )
 
-
-JINJA_CONTEXT_PARALLEL = (
-    "{{ seq_len > " + str(CONTEXT_PARALLEL_SEQUENCE) + " and world_size > 1 "
-    "and attention != 'ssm' }}"
-)
 
 # --------------------------------------------------------------------------- activation checkpointing
 
@@ -977,18 +611,6 @@ def suggest_activation_checkpointing(a: Answers) -> Decision:
         f"~{_gb(none.total_bytes)} per device is over budget; recomputing every block in the "
         f"backward keeps only block inputs: ~{_gb(full.total_bytes)}, for ~30% more compute.",
     )
-
-
-JINJA_SUGGEST_ACTIVATION_CHECKPOINTING = _jinja_fits(
-    "parallelism",
-    "'none'",
-    "none",
-    _jinja_fits("parallelism", "'selective'", "selective", "full"),
-)
-
-JINJA_MEMORY_GB = (
-    _jinja_memory("parallelism", "activation_checkpointing") + "{{ '%.1f' | format(mem / 1e9) }}"
-)
 
 
 def memory_gb(a: Answers) -> str:
@@ -1018,24 +640,6 @@ def fit_way_out(a: Answers) -> str:
     return "; ".join(ways)
 
 
-JINJA_FIT_WAY_OUT = (
-    "{% set ways = [] %}"
-    "{% if not parallelism.startswith('fsdp2') %}"
-    "{% set _ = ways.append('shard over more GPUs (parallelism=fsdp2)') %}{% endif %}"
-    "{% if activation_checkpointing != 'full' %}"
-    "{% set _ = ways.append('checkpoint every block (activation_checkpointing=full)') %}{% endif %}"
-    "{% set _ = ways.append('add GPUs or lower batch_size / seq_len') %}{{ ways | join('; ') }}"
-)
-
-JINJA_CHECK_FIT = (
-    _jinja_memory("parallelism", "activation_checkpointing")
-    + "{% if capacity_bytes and mem > capacity_bytes %}estimated {{ '%.1f' | format(mem / 1e9) }} GB "
-    "per device with parallelism={{ parallelism }} and activation_checkpointing="
-    "{{ activation_checkpointing }} exceeds the {{ '%.1f' | format(capacity_bytes / 1e9) }} GB "
-    "usable on {{ accelerator }}: " + JINJA_FIT_WAY_OUT + "{% endif %}"
-)
-
-
 # --------------------------------------------------------------------------- inference
 
 
@@ -1052,13 +656,6 @@ def check_deployment(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_DEPLOYMENT = (
-    "{% if attention == 'ssm' and deployment in " + repr(list(KV_CACHE_DEPLOYMENTS)) + " %}"
-    "deployment={{ deployment }} serves through an attention KV cache (paged, batched), and the "
-    "SSM mixer keeps a fixed-size recurrent state instead: pick deployment=research, or an "
-    "attention variant{% endif %}"
-)
-
 SPECULATIVE_DEPLOYMENTS = ("server", "export")
 
 
@@ -1072,14 +669,6 @@ def check_speculative(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_SPECULATIVE = (
-    "{% if speculative and deployment not in " + repr(list(SPECULATIVE_DEPLOYMENTS)) + " %}"
-    "speculative decoding speeds up serving a single request, so it comes with a serving "
-    "deployment (server or export), which this template version does not render yet: "
-    "keep speculative=false{% endif %}"
-)
-
-
 def check_quantization(a: Answers) -> str | None:
     if a["quantization"] == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
         return (
@@ -1089,23 +678,10 @@ def check_quantization(a: Answers) -> str | None:
     return None
 
 
-JINJA_CHECK_QUANTIZATION = (
-    "{% if quantization == 'fp8' and accelerator not in " + repr(list(FP8_ACCELERATORS)) + " %}"
-    "fp8 quantization runs on fp8 tensor cores, which {{ accelerator }} lacks: pick "
-    "int8_weight_only (fastest batch-1 decode without fp8), or an h100/h200/b200{% endif %}"
-)
-
-
 def check_latency(a: Answers) -> str | None:
     if a["latency_ms"] < 0:
         return f"latency_ms must be 0 (no target) or a positive number, got {a['latency_ms']}"
     return None
-
-
-JINJA_CHECK_LATENCY = (
-    "{% if latency_ms < 0 %}latency_ms must be 0 (no target) or a positive number, got "
-    "{{ latency_ms }}{% endif %}"
-)
 
 
 def wants_distillation(a: Answers) -> bool:
