@@ -5,6 +5,7 @@ from outside (see ``parallelize.py``), so this package reads the same in every l
 """
 
 from .args import ModelConfig
-from .transformer import FeedForward, Mixer, Norm, Transformer, TransformerBlock
+from .blocks import FeedForward, Mixer, Norm, TransformerBlock
+from .transformer import Transformer
 
 __all__ = ["FeedForward", "Mixer", "ModelConfig", "Norm", "Transformer", "TransformerBlock"]
