@@ -148,7 +148,7 @@ def explain(answers: Answers) -> Plan:
     """The Design Decisions rows (as DESIGN.md shows them) and the rules' reasons."""
     plan = Plan(answers)
     for question in QUESTIONS:
-        if question.decision is None:
+        if question.decision is None or (question.when and not question.when(answers)):
             continue
         choice = answers[question.key]
         text = CHOICE_RATIONALE[question.key][choice]
@@ -162,7 +162,8 @@ def explain(answers: Answers) -> Plan:
                 if decision.choice != choice:
                     suggested = str(decision.choice)
         plan.rows.append(Row(question.decision, str(choice), text, suggested))
-    plan.notes.append(rules.vocabulary_note(answers))
+    if answers["modality"] == "text":
+        plan.notes.append(rules.vocabulary_note(answers))
     if answers["context_parallel"]:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:

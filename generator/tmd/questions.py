@@ -85,6 +85,14 @@ def _at_least_one(key: str) -> dict[str, Any]:
     return {"validator": lambda a: rules.check_count(a, key)}
 
 
+def _text(a: Answers) -> bool:
+    return a["modality"] == "text"
+
+
+def _image(a: Answers) -> bool:
+    return a["modality"] == "image"
+
+
 def _c(value: Any, label: str, offered: bool = True) -> Choice:
     return Choice(value, label, offered)
 
@@ -115,11 +123,13 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "modality",
         "str",
-        "What the model reads. It decides the tokenizer, the data pipeline and the default "
-        "sequence length; several modalities get separate encoders into one latent space.",
+        "What the model reads. The blocks, trainer and tools are the same for every modality; "
+        "the modality decides the front-end that turns the input into tokens, the task head, "
+        "the data and the metrics, and whether attention is causal (text) or sees the whole "
+        "input (image).",
         choices=(
-            _c("text", "text (decoder-only language model, byte-level tokenizer)"),
-            _c("image", "image (patch embeddings)", offered=False),
+            _c("text", "text (decoder-only language model)"),
+            _c("image", "image (a ViT classifier over patch embeddings)"),
             _c("audio", "audio (frame embeddings)", offered=False),
             _c("video", "video (spatio-temporal patches)", offered=False),
             _c("timeseries", "time series", offered=False),
@@ -168,6 +178,41 @@ QUESTIONS: tuple[Question, ...] = (
         default="tiny",
     ),
     Question(
+        "image_size",
+        "int",
+        "Image side in pixels (square); training images are cropped and resized to it.",
+        default=rules.suggest_image_size,
+        validator=rules.check_image_size,
+        when=_image,
+    ),
+    Question(
+        "patch_size",
+        "int",
+        "Patch side in pixels: each patch_size × patch_size patch becomes one token, so an "
+        "image is (image_size / patch_size)² tokens.",
+        default=rules.suggest_patch_size,
+        validator=rules.check_patch_size,
+        when=_image,
+    ),
+    Question(
+        "n_classes",
+        "int",
+        "Classes the classifier tells apart (the class folders of your data; the built-in "
+        "synthetic set has 10).",
+        default=10,
+        validator=rules.check_n_classes,
+        when=_image,
+    ),
+    Question(
+        "pooling",
+        "str",
+        "What the head reads: a CLS token prepended to the patches (ViT), or the mean of the "
+        "patch tokens (fewer tokens, often as good).",
+        choices=(_c("cls", "a CLS token"), _c("mean", "the mean of the patch tokens")),
+        default="cls",
+        when=_image,
+    ),
+    Question(
         "tokenizer",
         "str",
         "How text becomes ids. Bytes need no file and train a tiny model at once; a BPE that "
@@ -181,14 +226,17 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default=rules.suggest_tokenizer,
         decision="Tokenizer",
+        when=_text,
     ),
     Question(
         "seq_len",
         "int",
         "Training context length in tokens. Past 8K tokens attention's T² cost dominates "
-        "(sliding window or SSM); past 32K the sequence is split across GPUs (context parallel).",
+        "(sliding window or SSM); past 32K the sequence is split across GPUs (context parallel). "
+        "For an image it follows from image_size and patch_size.",
         default=rules.suggest_seq_len,
         validator=rules.check_seq_len,
+        when=_text,
     ),
     Question(
         "attention",
@@ -205,6 +253,7 @@ QUESTIONS: tuple[Question, ...] = (
             _c("ssm", "selective state-space mixer (Mamba-style), no attention"),
         ),
         default=rules.suggest_attention,
+        validator=rules.check_attention,
         decision="Attention variant",
     ),
     Question(

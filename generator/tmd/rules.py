@@ -94,8 +94,67 @@ COMPILE_MODE = {"eager": "none", "compile": "default", "max_autotune": "max-auto
 SEQ_LEN_BY_MODALITY = {"text": 2048}
 TINY_SEQ_LEN = 256
 
+# --------------------------------------------------------------------------- modality
+
+# Models that predict their own next input: they decode with a KV cache and have `generate`.
+AUTOREGRESSIVE = ("text", "multimodal")
+# Inputs that are one sequence in order, where a distance along it means something (ALiBi).
+ONE_DIMENSIONAL = ("text", "timeseries", "audio")
+TINY_IMAGE, IMAGE = 32, 224  # CIFAR's size for CPU runs; ImageNet's
+TINY_PATCH, PATCH = 4, 16
+
+
+def suggest_image_size(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(TINY_IMAGE, "32×32 images (CIFAR's size) keep a CPU step short.")
+    return Decision(IMAGE, "224×224 is the usual ImageNet training resolution.")
+
+
+def suggest_patch_size(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(TINY_PATCH, "4×4 patches of a 32×32 image: 64 patches, as ViT on CIFAR.")
+    return Decision(PATCH, "16×16 patches, as ViT-B/16: 196 patches of a 224×224 image.")
+
+
+def check_image_size(a: Answers) -> str | None:
+    if a["image_size"] < 1:
+        return f"image_size must be a positive number of pixels, got {a['image_size']}"
+    return None
+
+
+def check_patch_size(a: Answers) -> str | None:
+    size, patch = a["image_size"], a["patch_size"]
+    if patch < 1:
+        return f"patch_size must be a positive number of pixels, got {patch}"
+    if size % patch:
+        fits = [p for p in range(1, min(size, 32) + 1) if size % p == 0]
+        return (
+            f"image_size ({size}) must be a multiple of patch_size ({patch}): the patches tile "
+            f"the image exactly; pick a patch size among {fits}, or another image size"
+        )
+    return None
+
+
+def check_n_classes(a: Answers) -> str | None:
+    if a["n_classes"] < 2:
+        return f"n_classes must be at least 2 for a classifier, got {a['n_classes']}"
+    return None
+
+
+def tokens_per_sample(a: Answers) -> int:
+    """The sequence the blocks see for one sample: an image's patches (and its CLS token)."""
+    if a["modality"] == "image":
+        return (a["image_size"] // a["patch_size"]) ** 2 + (a["pooling"] == "cls")
+    return a["seq_len"]
+
 
 def suggest_seq_len(a: Answers) -> Decision:
+    if a["modality"] == "image":
+        n = tokens_per_sample(a)
+        return Decision(
+            n,
+            f"{n} tokens: the image's patches{' and its CLS token' if a['pooling'] == 'cls' else ''}.",
+        )
     if a["model_size"] == "tiny":
         return Decision(
             TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
@@ -121,6 +180,13 @@ def windowed_reach(a: Answers) -> int:
 
 
 def suggest_attention(a: Answers) -> Decision:
+    if a["modality"] not in AUTOREGRESSIVE:
+        return Decision(
+            "mha",
+            f"A {a['modality']} model reads its whole input at once and decodes nothing, so "
+            "there is no KV cache for fewer K/V heads to shrink: every query head keeps its "
+            "own K/V head, as ViT does.",
+        )
     if a["seq_len"] > LONG_SEQUENCE:
         reach = windowed_reach(a)
         if a["seq_len"] > reach:
@@ -256,7 +322,26 @@ def check_shape(a: Answers, key: str) -> str | None:
 # --------------------------------------------------------------------------- architecture
 
 
+def check_attention(a: Answers) -> str | None:
+    if a["modality"] != "image" or a["attention"] in ("mha", "gqa", "mqa"):
+        return None
+    why = {
+        "sliding_window": "a 1-D window over the sequence, for text past 8K tokens; an "
+        "image's patches are a 2-D grid of a few hundred, which full attention covers",
+        "ssm": "a causal scan along one dimension, and an image classifier reads every patch "
+        "at once, in both directions",
+        "mla": "a compressed KV cache for decoding, and an image classifier decodes nothing",
+    }[a["attention"]]
+    return f"attention={a['attention']} with modality=image: it is {why}; use mha (or gqa, mqa)"
+
+
 def suggest_position(a: Answers) -> Decision:
+    if a["modality"] == "image":
+        return Decision(
+            "learned",
+            "A learned vector per patch position, as ViT: the grid is fixed by image_size and "
+            "patch_size, so a table covers it.",
+        )
     if a["attention"] == "ssm":
         return Decision(
             "none",
@@ -270,6 +355,12 @@ def suggest_position(a: Answers) -> Decision:
 
 
 def check_position(a: Answers) -> str | None:
+    if a["position"] == "alibi" and a["modality"] not in ONE_DIMENSIONAL:
+        return (
+            f"position=alibi with modality={a['modality']}: ALiBi biases each score by the "
+            "distance along one sequence, and patches sit on a 2-D grid; use learned, rope "
+            "(2-D: half the channels turn with the row, half with the column) or none"
+        )
     if a["attention"] == "mla" and a["position"] != "rope":
         return (
             f"position={a['position']} with MLA: MLA caches one compressed latent for all heads "
@@ -660,6 +751,11 @@ SPECULATIVE_DEPLOYMENTS = ("server", "export")
 
 
 def check_speculative(a: Answers) -> str | None:
+    if a["speculative"] and a["modality"] not in AUTOREGRESSIVE:
+        return (
+            f"speculative decoding drafts the next tokens of a model that generates, and a "
+            f"{a['modality']} model generates none: keep speculative=false"
+        )
     if a["speculative"] and a["deployment"] not in SPECULATIVE_DEPLOYMENTS:
         return (
             "speculative decoding speeds up serving a single request, so it comes with a serving "
