@@ -33,7 +33,7 @@ from ..config import ConfigError, DataConfig
 Collate = Callable[[list], tuple[Tensor, ...]]
 
 
-class EndlessSampler(Sampler[int]):
+class EndlessSampler(Sampler[int | tuple[int, int]]):
     """Dataset indices for one rank, epoch after epoch, from the run's ``position`` on.
 
     The run consumes one global order: epoch e is a permutation of the dataset seeded from
@@ -41,6 +41,11 @@ class EndlessSampler(Sampler[int]):
     Rank r of w takes the samples at positions r, r + w, r + 2w, ...: each global batch of
     b samples is split into w disjoint shares of b / w, and one process (w = 1) takes the
     same b samples in one share.
+
+    With ``draws`` each index comes with its position, ``(index, position)``: a dataset that
+    augments seeds its random draws from the position, so the same sample is cropped anew in
+    every epoch, and identically however many ranks or workers build the batch, and after a
+    resume.
     """
 
     def __init__(
@@ -51,17 +56,19 @@ class EndlessSampler(Sampler[int]):
         world_size: int = 1,
         shuffle: bool = True,
         position: int = 0,
+        draws: bool = False,
     ) -> None:
-        self.size, self.seed, self.shuffle = size, seed, shuffle
+        self.size, self.seed, self.shuffle, self.draws = size, seed, shuffle, draws
         self.rank, self.world_size = rank, world_size
         self.position = position
         self._order: tuple[int, Tensor] | None = None  # (epoch, permutation), the last used
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[int | tuple[int, int]]:
         position = self.position + self.rank
         while True:
             epoch, index = divmod(position, self.size)
-            yield int(self.order(epoch)[index])
+            sample = int(self.order(epoch)[index])
+            yield (sample, position) if self.draws else sample
             position += self.world_size
 
     def order(self, epoch: int) -> Tensor:
@@ -100,11 +107,12 @@ class Batches:
         device: torch.device,
         rank: int = 0,
         world_size: int = 1,
+        draws: bool = False,
     ) -> None:
         size = holds_a_batch(dataset, batch_size, "training", "use more data or a smaller batch")
         self.dataset, self.collate, self.cfg = dataset, collate, cfg
         self.batch_size, self.device = batch_size, device
-        self.sampler = EndlessSampler(size, seed, rank, world_size)
+        self.sampler = EndlessSampler(size, seed, rank, world_size, draws=draws)
         self.fetched = Fetched()
         self._batches: Iterator | None = None
 
@@ -168,7 +176,7 @@ def loader(
     collate: Collate,
     cfg: DataConfig,
     rows: int,
-    sampler: Iterable[int],
+    sampler: Iterable[int | tuple[int, int]],
     device: torch.device,
 ) -> DataLoader:
     """A DataLoader of ``rows`` samples per batch with ``[data]``'s workers and buffers."""

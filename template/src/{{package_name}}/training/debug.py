@@ -5,7 +5,7 @@
 norms in the early layers or one exploding component show up at a glance, which the single
 clipped global norm in the logs hides.
 
-``find_nonfinite(model, tokens)`` reruns a forward pass with a hook on every module and names
+``find_nonfinite(model, inputs)`` reruns a forward pass with a hook on every module and names
 the first one whose output holds a NaN or an infinity: the innermost module, in execution
 order, where the bad value appeared. The trainer calls it when the loss diverges. The forward
 always runs to its end: under FSDP2 a rank that stopped early would leave the others waiting
@@ -21,6 +21,8 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
+
+from ..task import forward
 
 
 def component_of(name: str) -> str:
@@ -80,11 +82,11 @@ def nonfinite_hooks(model: nn.Module) -> Iterator[list[str]]:
 
 
 @torch.no_grad()
-def find_nonfinite(model: nn.Module, tokens: Tensor, documents: Tensor | None = None) -> str | None:
-    """The first module producing a NaN/inf on ``tokens`` (packed: with their ``documents``),
-    or None if the forward is finite."""
+def find_nonfinite(model: nn.Module, inputs: Tensor, *rest: Tensor) -> str | None:
+    """The first module producing a NaN/inf on a batch's ``inputs`` (and what else the model
+    reads of it, ``task.forward``), or None if the forward is finite."""
     with nonfinite_hooks(model) as found:
-        model(tokens, documents=documents)
+        forward(model, inputs, *rest)
     return found[0] if found else None
 
 
@@ -97,7 +99,7 @@ def from_every_rank(value: object) -> list:
     return values
 
 
-def explain_nonfinite(model: nn.Module, tokens: Tensor, documents: Tensor | None = None) -> str:
+def explain_nonfinite(model: nn.Module, inputs: Tensor, *rest: Tensor) -> str:
     """Where a non-finite loss came from, as a clause for the error message; call on all ranks.
 
     Once an optimizer step has used NaN gradients the weights themselves are NaN and every
@@ -111,7 +113,7 @@ def explain_nonfinite(model: nn.Module, tokens: Tensor, documents: Tensor | None
             f"the update already made {len(broken)} parameter tensors non-finite "
             f"(first: {broken[0]})"
         )
-    culprits = from_every_rank(find_nonfinite(model, tokens, documents))
+    culprits = from_every_rank(find_nonfinite(model, inputs, *rest))
     found = [(rank, culprit) for rank, culprit in enumerate(culprits) if culprit is not None]
     if not found:
         return "a second forward pass on the batch is finite"
