@@ -12,7 +12,7 @@ import itertools
 from typing import Any
 
 from .plan import AnswerError, resolve
-from .questions import QUESTIONS
+from .questions import BY_KEY, QUESTIONS
 
 Answers = dict[str, Any]
 
@@ -65,6 +65,19 @@ def offered(answers: Answers) -> bool:
     return _valid(enabled(answers))
 
 
+def asked(key: str, answers: Answers) -> bool:
+    """Whether the questionnaire asks ``key`` given ``answers`` (the tokenizer is a text
+    question; an image's size is not): a value it never asks for has no pair to cover."""
+    when = BY_KEY[key].when
+    return when is None or when(resolve({**FIXED, **answers}, validate=False))
+
+
+def pairs_of(answers: Answers, keys: list[str]) -> set[tuple[str, Any, str, Any]]:
+    """The pairs of asked answers a row covers."""
+    shown = [k for k in keys if k in answers and asked(k, answers)]
+    return {(x, answers[x], y, answers[y]) for x, y in itertools.combinations(shown, 2)}
+
+
 def covering_array() -> list[Answers]:
     levels = factors()
     keys = list(levels)
@@ -74,6 +87,8 @@ def covering_array() -> list[Answers]:
         for va in levels[a]
         for vb in levels[b]
         if offered({a: va, b: vb})
+        and asked(a, enabled({a: va, b: vb}))
+        and asked(b, enabled({a: va, b: vb}))
     }
     rows: list[Answers] = []
     while uncovered:
@@ -82,7 +97,7 @@ def covering_array() -> list[Answers]:
         a, va, b, vb = min(uncovered, key=repr)
         row: Answers = {k: v for k, v in enabled({a: va, b: vb}).items() if k not in FIXED}
         for key in keys:
-            if key in row:
+            if key in row or not asked(key, row):
                 continue
             best, best_gain = None, -1
             for value in levels[key]:
@@ -101,12 +116,7 @@ def covering_array() -> list[Answers]:
         if not _valid(full):
             uncovered.discard((a, va, b, vb))
             continue
-        covered = {
-            (x, full[x], y, full[y])
-            for x, y in itertools.combinations(keys, 2)
-            if x in row and y in row
-        }
-        uncovered -= covered
+        uncovered -= pairs_of(full, keys)
         rows.append(full)
     return rows
 
