@@ -75,6 +75,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "operations.md": ("launcher", "tracking"),
     "updating.md": (),
     "rules-in-copier.md": (),
+    "modalities.md": ("image_size", "patch_size", "n_classes", "pooling"),
 }
 
 CHOICE_HEADER = "| Choice | What it generates | When the rule picks it |"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -415,3 +416,60 @@ def test_the_plan_counts_the_loaders_batches_in_host_memory():
     assert "data loader's batches: 0.02 MB (data.num_workers" in memory_report(
         explain(resolve({"accelerator": "cpu"}))
     )
+
+
+# --------------------------------------------------------------------------- modality: image
+
+
+def test_an_image_model_reads_patches_both_ways_with_full_attention():
+    answers = resolve({"modality": "image"})
+    assert (answers["image_size"], answers["patch_size"], answers["pooling"]) == (32, 4, "cls")
+    assert answers["seq_len"] == (32 // 4) ** 2 + 1  # the patches and the CLS token
+    assert answers["attention"] == "mha"  # no KV cache to shrink
+    assert answers["position"] == "learned"  # ViT's table over the fixed grid
+    small = resolve({"modality": "image", "model_size": "small", "pooling": "mean"})
+    assert (small["image_size"], small["patch_size"], small["seq_len"]) == (224, 16, 196)
+
+
+def test_the_text_questions_are_not_asked_of_an_image_model_and_back():
+    from tmd.questions import BY_KEY
+
+    image = resolve({"modality": "image"})
+    text = resolve({})
+    for key in ("tokenizer", "seq_len"):
+        assert not BY_KEY[key].when(image) and BY_KEY[key].when(text)
+    for key in ("image_size", "patch_size", "n_classes", "pooling"):
+        assert BY_KEY[key].when(image) and not BY_KEY[key].when(text)
+    rows = {row.decision for row in explain(image).rows}
+    assert "Tokenizer" not in rows and "Attention variant" in rows
+    assert not any("Embedding and head" in note for note in explain(image).notes)
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"attention": "sliding_window"}, "attention=sliding_window with modality=image"),
+        ({"attention": "ssm", "position": "none"}, "a causal scan along one dimension"),
+        ({"attention": "mla", "position": "rope"}, "an image classifier decodes nothing"),
+        ({"position": "alibi"}, "patches sit on a 2-D grid; use learned, rope"),
+        ({"patch_size": 5}, "image_size (32) must be a multiple of patch_size (5)"),
+        ({"image_size": 0}, "image_size must be a positive number of pixels"),
+        ({"n_classes": 1}, "n_classes must be at least 2"),
+        ({"speculative": True}, "modality=image generates none"),
+    ],
+)
+def test_every_image_rule_refuses_with_its_reason(given, message):
+    with pytest.raises(AnswerError, match=re.escape(message)):
+        resolve({"modality": "image", **given})
+
+
+def test_the_image_refusals_name_only_ways_out_that_render():
+    from tmd.questions import BY_KEY
+
+    for given in ({"attention": "ssm"}, {"attention": "mla"}, {"position": "alibi"}):
+        with pytest.raises(AnswerError) as err:
+            resolve({"modality": "image", **given})
+        for key, value in re.findall(r"\b([a-z_]+)=([A-Za-z0-9_]+)", str(err.value)):
+            if key in given or key == "modality":
+                continue
+            assert value in BY_KEY[key].offered_values(), str(err.value)

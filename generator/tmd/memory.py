@@ -208,6 +208,8 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
         tables = 2 * max(shape.max_seq_len, seq_len) * (rotated // 2) * FP32
+    elif shape.position == "learned" and shape.modality == "image":
+        tables = 0  # the image's table is added whole: no positions to keep
     elif shape.position == "learned":
         tables = seq_len * INDEX  # the positions (int64), which the embedding's backward keeps
     if shape.attention == "sliding_window":
@@ -231,7 +233,13 @@ def unsharded_bytes(shape: ModelShape, precision: str) -> float:
 
 
 def loader_bytes(
-    batch_size: int, seq_len: int, *, num_workers: int = 0, prefetch_factor: int = 2, pinned: bool
+    batch_size: int,
+    seq_len: int,
+    *,
+    num_workers: int = 0,
+    prefetch_factor: int = 2,
+    pinned: bool,
+    shape: ModelShape | None = None,
 ) -> int:
     """Host memory of the batches one rank's DataLoader holds ready (the rendered project's
     ``[data]`` defaults: no workers, so one batch at a time).
@@ -241,9 +249,19 @@ def loader_bytes(
     (``pinned``) a page-locked copy of the inputs and targets besides.
     """
     in_flight = num_workers * prefetch_factor if num_workers else 1
+    if shape is not None and shape.modality == "image":  # fp32 pixels and an int64 label
+        batch = batch_size * (shape.channels * shape.image_size**2 * FP32 + INDEX)
+        return in_flight * batch * (2 if pinned else 1)
     batch = batch_size * (seq_len + 1) * INDEX
     copy = batch_size * seq_len * 2 * INDEX if pinned else 0
     return in_flight * (batch + copy)
+
+
+def output_elements(shape: ModelShape, samples: int, tokens: int) -> int:
+    """The logits a step keeps: one per token and vocabulary entry, or per image and class."""
+    if shape.modality == "image":
+        return samples * shape.n_classes
+    return tokens * shape.vocab_size
 
 
 def estimate_train_memory(
@@ -270,6 +288,6 @@ def estimate_train_memory(
         state_bytes=params * STATE_BYTES_PER_PARAM / shard_degree,
         activation_bytes=activations / tp_degree,
         weight_copy_bytes=weight_copy_bytes(shape, precision, autocast=autocast) / tp_degree,
-        logit_bytes=tokens * shape.vocab_size * LOGIT_BYTES_PER_ENTRY / tp_degree,
+        logit_bytes=output_elements(shape, batch_size, tokens) * LOGIT_BYTES_PER_ENTRY / tp_degree,
         unsharded_bytes=unsharded_bytes(shape, precision) / tp_degree if fsdp else 0.0,
     )

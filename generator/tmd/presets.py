@@ -32,6 +32,12 @@ class ModelShape:
     ssm_state_dim: int = 16  # SSM: N, the state size per channel
     window_size: int = 0  # sliding-window attention: keys each query sees
     capacity_factor: float = 1.0  # MoE: expert slots over an even share of the assignments
+    modality: str = "text"  # what the front-end reads and the head writes
+    image_size: int = 0  # image: pixels per side
+    patch_size: int = 0  # image: pixels per patch side
+    n_classes: int = 0  # image: the head's outputs
+    cls_token: bool = False  # image: a CLS token before the patches
+    channels: int = 3
 
     @property
     def head_dim(self) -> int:
@@ -175,8 +181,9 @@ def matmul_weights(shape: ModelShape) -> int:
     All parameters but the embedding tables, the norm gains and, in the SSM, A_log, D and
     the biases, which enter elementwise.
     """
-    d, n = shape.dim, shape.n_layers
-    other = shape.vocab_size * d + (2 * n + 1) * norm_params(shape) + position_table_params(shape)
+    n = shape.n_layers
+    other = io_params(shape) - io_matmul_weights(shape)  # the embedding table, biases, CLS
+    other += (2 * n + 1) * norm_params(shape) + position_table_params(shape)
     if shape.qk_norm and shape.attention != "ssm":
         other += 2 * shape.head_dim * n
     if shape.attention == "mla":
@@ -192,9 +199,26 @@ def position_table_params(shape: ModelShape) -> int:
     return shape.max_seq_len * shape.dim if shape.position == "learned" else 0
 
 
+def io_matmul_weights(shape: ModelShape) -> int:
+    """The weights the front-end's and the head's matmuls read: the head over the vocabulary
+    (a token embedding is a lookup); an image's patch projection and class head."""
+    if shape.modality == "image":
+        return (shape.channels * shape.patch_size**2 + shape.n_classes) * shape.dim
+    return shape.vocab_size * shape.dim
+
+
+def io_params(shape: ModelShape) -> int:
+    """Parameters of the front-end and the head: the untied token embedding and head; or the
+    patch projection and its bias, the CLS token, and the class head and its bias."""
+    if shape.modality == "image":
+        biases = shape.dim + shape.n_classes + (shape.dim if shape.cls_token else 0)
+        return io_matmul_weights(shape) + biases
+    return 2 * shape.vocab_size * shape.dim
+
+
 def root_params(shape: ModelShape) -> int:
-    """Parameters outside the blocks: token embedding, head, final norm, position table."""
-    return 2 * shape.vocab_size * shape.dim + norm_params(shape) + position_table_params(shape)
+    """Parameters outside the blocks: front-end, head, final norm, position table."""
+    return io_params(shape) + norm_params(shape) + position_table_params(shape)
 
 
 def count_params(shape: ModelShape) -> int:

@@ -73,5 +73,5 @@ def plan_text(plan: Plan) -> str:
 def _host_loader(a: dict) -> str:
     """The DataLoader's batches in host memory at the rendered defaults, on one rank."""
     pinned = a["accelerator"] != "cpu"
-    nbytes = loader_bytes(a["batch_size"], a["seq_len"], pinned=pinned)
+    nbytes = loader_bytes(a["batch_size"], a["seq_len"], pinned=pinned, shape=rules.shape_of(a))
     return f"{nbytes / 1e6:.2f} MB" + (", page-locked copies included" if pinned else "")

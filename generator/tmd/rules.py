@@ -104,6 +104,12 @@ TINY_IMAGE, IMAGE = 32, 224  # CIFAR's size for CPU runs; ImageNet's
 TINY_PATCH, PATCH = 4, 16
 
 
+def modality_of(a: Answers) -> str:
+    """The modality of ``a``; a rule read on a partial answer set (``tmd plan``'s tables, the
+    tests) is about text unless it says otherwise."""
+    return a.get("modality", "text")
+
+
 def suggest_image_size(a: Answers) -> Decision:
     if a["model_size"] == "tiny":
         return Decision(TINY_IMAGE, "32×32 images (CIFAR's size) keep a CPU step short.")
@@ -143,13 +149,13 @@ def check_n_classes(a: Answers) -> str | None:
 
 def tokens_per_sample(a: Answers) -> int:
     """The sequence the blocks see for one sample: an image's patches (and its CLS token)."""
-    if a["modality"] == "image":
+    if modality_of(a) == "image":
         return (a["image_size"] // a["patch_size"]) ** 2 + (a["pooling"] == "cls")
     return a["seq_len"]
 
 
 def suggest_seq_len(a: Answers) -> Decision:
-    if a["modality"] == "image":
+    if modality_of(a) == "image":
         n = tokens_per_sample(a)
         return Decision(
             n,
@@ -159,8 +165,8 @@ def suggest_seq_len(a: Answers) -> Decision:
         return Decision(
             TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
         )
-    n = SEQ_LEN_BY_MODALITY[a["modality"]]
-    return Decision(n, f"{n} tokens is the usual pre-training context for {a['modality']}.")
+    n = SEQ_LEN_BY_MODALITY[modality_of(a)]
+    return Decision(n, f"{n} tokens is the usual pre-training context for {modality_of(a)}.")
 
 
 def check_seq_len(a: Answers) -> str | None:
@@ -180,10 +186,10 @@ def windowed_reach(a: Answers) -> int:
 
 
 def suggest_attention(a: Answers) -> Decision:
-    if a["modality"] not in AUTOREGRESSIVE:
+    if modality_of(a) not in AUTOREGRESSIVE:
         return Decision(
             "mha",
-            f"A {a['modality']} model reads its whole input at once and decodes nothing, so "
+            f"A {modality_of(a)} model reads its whole input at once and decodes nothing, so "
             "there is no KV cache for fewer K/V heads to shrink: every query head keeps its "
             "own K/V head, as ViT does.",
         )
@@ -323,7 +329,7 @@ def check_shape(a: Answers, key: str) -> str | None:
 
 
 def check_attention(a: Answers) -> str | None:
-    if a["modality"] != "image" or a["attention"] in ("mha", "gqa", "mqa"):
+    if modality_of(a) != "image" or a["attention"] in ("mha", "gqa", "mqa"):
         return None
     why = {
         "sliding_window": "a 1-D window over the sequence, for text past 8K tokens; an "
@@ -336,7 +342,7 @@ def check_attention(a: Answers) -> str | None:
 
 
 def suggest_position(a: Answers) -> Decision:
-    if a["modality"] == "image":
+    if modality_of(a) == "image":
         return Decision(
             "learned",
             "A learned vector per patch position, as ViT: the grid is fixed by image_size and "
@@ -355,9 +361,9 @@ def suggest_position(a: Answers) -> Decision:
 
 
 def check_position(a: Answers) -> str | None:
-    if a["position"] == "alibi" and a["modality"] not in ONE_DIMENSIONAL:
+    if a["position"] == "alibi" and modality_of(a) not in ONE_DIMENSIONAL:
         return (
-            f"position=alibi with modality={a['modality']}: ALiBi biases each score by the "
+            f"position=alibi with modality={modality_of(a)}: ALiBi biases each score by the "
             "distance along one sequence, and patches sit on a 2-D grid; use learned, rope "
             "(2-D: half the channels turn with the row, half with the column) or none"
         )
@@ -528,6 +534,11 @@ def shape_of(a: Answers) -> ModelShape:
         ssm_state_dim=a["ssm_state_dim"],
         window_size=a["window_size"],
         capacity_factor=a["capacity_factor"],
+        modality=modality_of(a),
+        image_size=a.get("image_size", 0),
+        patch_size=a.get("patch_size", 0),
+        n_classes=a.get("n_classes", 0),
+        cls_token=a.get("pooling") == "cls",
     )
 
 
@@ -751,10 +762,10 @@ SPECULATIVE_DEPLOYMENTS = ("server", "export")
 
 
 def check_speculative(a: Answers) -> str | None:
-    if a["speculative"] and a["modality"] not in AUTOREGRESSIVE:
+    if a["speculative"] and modality_of(a) not in AUTOREGRESSIVE:
         return (
-            f"speculative decoding drafts the next tokens of a model that generates, and a "
-            f"{a['modality']} model generates none: keep speculative=false"
+            "speculative decoding drafts tokens for a model that generates them, and "
+            f"modality={modality_of(a)} generates none: keep speculative=false"
         )
     if a["speculative"] and a["deployment"] not in SPECULATIVE_DEPLOYMENTS:
         return (
