@@ -9,7 +9,10 @@ Raising the budget is a decision: say in the commit which tags are worth it and 
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template"
-BUDGET = 342  # half the 683 tags of the first full text-LM template
+# Half the 683 tags of the first full text-LM template (342), then the image modality: the
+# config sections and validation each modality brings, and the shared tests' branches where a
+# batch or a head differs (tokens or images, `output` or `head`).
+BUDGET = 512
 
 
 def test_python_templates_stay_within_their_jinja_budget():

@@ -20,7 +20,7 @@ from copier import run_copy
 
 from tmd.plan import explain, resolve
 from tmd.questions import BY_KEY
-from tmd.variants import covering_array, enabled, factors, variant_name
+from tmd.variants import asked, covering_array, enabled, factors, offered, variant_name
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = covering_array()
@@ -29,21 +29,45 @@ TEXT_SUFFIXES = {".py", ".toml", ".md", ".sh", ".sbatch", ".yaml", ".yml", ".txt
 
 
 def test_every_pair_of_choices_is_covered():
+    """Every pair of values two asked questions can take together (modality against every
+    other answer included); a question the modality does not ask, such as an image model's
+    tokenizer, has no value to pair."""
     levels = factors()
     rows = [{k: resolve(v)[k] for k in levels} for v in VARIANTS]
     for a, b in itertools.combinations(levels, 2):
         for va, vb in itertools.product(levels[a], levels[b]):
             try:
-                resolve(enabled({a: va, b: vb}))
+                answers = resolve(enabled({a: va, b: vb}))
             except ValueError:
                 continue  # a rule refuses the pair outright, on one GPU and on two
-            assert any(r[a] == va and r[b] == vb for r in rows), (a, va, b, vb)
+            if not (asked(a, answers) and asked(b, answers)):
+                continue
+            assert any(r[a] == va and r[b] == vb and asked(a, r) and asked(b, r) for r in rows), (
+                a,
+                va,
+                b,
+                vb,
+            )
+
+
+def test_modality_meets_every_other_answer():
+    modalities = {v["modality"] for v in VARIANTS}
+    assert modalities == set(BY_KEY["modality"].offered_values())
+    for key, values in factors().items():
+        if key == "modality" or not asked(key, {"modality": "image"}):
+            continue
+        seen = {resolve(v)[key] for v in VARIANTS if v["modality"] == "image"}
+        assert seen == {v for v in values if offered_with_image(key, v)}, key
 
 
 def test_every_offered_choice_appears():
     for key, values in factors().items():
         seen = {resolve(v)[key] for v in VARIANTS}
         assert set(values) <= seen, key
+
+
+def offered_with_image(key: str, value) -> bool:
+    return offered({"modality": "image", key: value})
 
 
 def render(answers: dict, dest: Path) -> Path:

@@ -69,7 +69,7 @@ def asked(key: str, answers: Answers) -> bool:
     """Whether the questionnaire asks ``key`` given ``answers`` (the tokenizer is a text
     question; an image's size is not): a value it never asks for has no pair to cover."""
     when = BY_KEY[key].when
-    return when is None or when(resolve({**FIXED, **answers}, validate=False))
+    return when is None or when(resolve({**FIXED, **answers}, strict_keys=False, validate=False))
 
 
 def pairs_of(answers: Answers, keys: list[str]) -> set[tuple[str, Any, str, Any]]:
