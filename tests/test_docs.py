@@ -75,7 +75,17 @@ PAGES: dict[str, tuple[str, ...]] = {
     "operations.md": ("launcher", "tracking"),
     "updating.md": (),
     "rules-in-copier.md": (),
-    "modalities.md": ("image_size", "patch_size", "n_classes", "pooling"),
+    "modalities.md": (
+        "image_size",
+        "patch_size",
+        "n_classes",
+        "pooling",
+        "context_len",
+        "patch_len",
+        "horizon",
+        "n_channels",
+        "streaming",
+    ),
 }
 
 CHOICE_HEADER = "| Choice | What it generates | When the rule picks it |"

@@ -473,3 +473,74 @@ def test_the_image_refusals_name_only_ways_out_that_render():
             if key in given or key == "modality":
                 continue
             assert value in BY_KEY[key].offered_values(), str(err.value)
+
+
+# --------------------------------------------------------------------------- modality: timeseries
+
+
+def test_a_forecaster_reads_patches_of_each_channel_with_learned_positions():
+    answers = resolve({"modality": "timeseries"})
+    assert (answers["context_len"], answers["patch_len"], answers["horizon"]) == (96, 8, 24)
+    assert answers["seq_len"] == 96 // 8  # the patches of one channel
+    assert (answers["attention"], answers["position"]) == ("mha", "learned")  # as PatchTST
+    assert answers["streaming"] is False
+    small = resolve({"modality": "timeseries", "model_size": "small"})
+    assert (small["context_len"], small["patch_len"], small["horizon"]) == (512, 16, 96)
+    scan = resolve({"modality": "timeseries", "streaming": True, "attention": "ssm"})
+    assert scan["position"] == "none"  # the recurrence orders the patches
+
+
+def test_the_forecasters_questions_are_asked_of_it_alone():
+    from tmd.questions import BY_KEY
+
+    series, text, image = (resolve({"modality": m}) for m in ("timeseries", "text", "image"))
+    for key in ("context_len", "patch_len", "horizon", "n_channels", "streaming"):
+        assert BY_KEY[key].when(series) and not BY_KEY[key].when(text)
+        assert not BY_KEY[key].when(image)
+    for key in ("tokenizer", "seq_len", "image_size", "pooling"):
+        assert not BY_KEY[key].when(series)
+
+
+def test_every_channel_is_a_sequence_in_the_memory_estimate():
+    """Channel independence: a batch of b windows is b · n_channels sequences, so the
+    activations grow with the channels and the tokens per step count them."""
+    one, seven = (
+        rules.memory_for(resolve({"modality": "timeseries", "n_channels": c}), "single", "none")
+        for c in (1, 7)
+    )
+    assert seven.activation_bytes == pytest.approx(7 * one.activation_bytes, rel=0.01)
+    assert rules.tokens_per_sample(resolve({"modality": "timeseries", "n_channels": 7})) == 7 * 12
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"attention": "sliding_window"}, "patching already cuts a window to 12 tokens"),
+        ({"attention": "mla", "position": "rope"}, "a forecaster's cache holds a few dozen"),
+        ({"attention": "ssm", "position": "none"}, "it is the streaming forecaster"),
+        ({"position": "alibi"}, "the patch one season back matters as much as the newest"),
+        ({"patch_len": 7}, "context_len (96) must be a multiple of patch_len (7)"),
+        ({"context_len": 1}, "context_len must be at least 2 observations"),
+        ({"horizon": 0}, "horizon must be at least 1 step ahead"),
+        ({"n_channels": 0}, "n_channels must be at least 1"),
+        ({"speculative": True}, "modality=timeseries generates none"),
+    ],
+)
+def test_every_forecaster_rule_refuses_with_its_reason(given, message):
+    with pytest.raises(AnswerError, match=re.escape(message)):
+        resolve({"modality": "timeseries", **given})
+
+
+def test_the_forecaster_refusals_name_only_ways_out_that_render():
+    from tmd.questions import BY_KEY
+
+    for given in ({"attention": "ssm"}, {"attention": "mla"}, {"position": "alibi"}):
+        with pytest.raises(AnswerError) as err:
+            resolve({"modality": "timeseries", **given})
+        for key, value in re.findall(r"\b([a-z_]+)=([A-Za-z0-9_]+)", str(err.value)):
+            if key in given or key == "modality":
+                continue
+            if BY_KEY[key].type == "bool":
+                resolve({"modality": "timeseries", **given, key: value == "true"})
+            else:
+                assert value in BY_KEY[key].offered_values(), str(err.value)

@@ -208,8 +208,8 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     if shape.position == "rope" and shape.attention != "ssm":
         rotated = shape.rope_head_dim if shape.attention == "mla" else shape.head_dim
         tables = 2 * max(shape.max_seq_len, seq_len) * (rotated // 2) * FP32
-    elif shape.position == "learned" and shape.modality == "image":
-        tables = 0  # the image's table is added whole: no positions to keep
+    elif shape.position == "learned" and shape.modality != "text":
+        tables = 0  # the table is added whole: no positions to keep
     elif shape.position == "learned":
         tables = seq_len * INDEX  # the positions (int64), which the embedding's backward keeps
     if shape.attention == "sliding_window":
@@ -252,6 +252,9 @@ def loader_bytes(
     if shape is not None and shape.modality == "image":  # fp32 pixels and an int64 label
         batch = batch_size * (shape.channels * shape.image_size**2 * FP32 + INDEX)
         return in_flight * batch * (2 if pinned else 1)
+    if shape is not None and shape.modality == "timeseries":  # fp32 context and targets
+        batch = batch_size * shape.n_channels * (seq_len * shape.patch_len + shape.horizon) * FP32
+        return in_flight * batch * (2 if pinned else 1)
     batch = batch_size * (seq_len + 1) * INDEX
     copy = batch_size * seq_len * 2 * INDEX if pinned else 0
     return in_flight * (batch + copy)
@@ -261,6 +264,9 @@ def output_elements(shape: ModelShape, samples: int, tokens: int) -> int:
     """The logits a step keeps: one per token and vocabulary entry, or per image and class."""
     if shape.modality == "image":
         return samples * shape.n_classes
+    if shape.modality == "timeseries":  # a forecast per token (causal) or per sequence
+        forecasts = tokens if shape.causal else samples * shape.n_channels
+        return forecasts * shape.horizon
     return tokens * shape.vocab_size
 
 
@@ -278,7 +284,7 @@ def estimate_train_memory(
     fsdp: bool = False,
 ) -> MemoryEstimate:
     params = count_params(shape)
-    tokens = batch_size * seq_len
+    tokens = batch_size * shape.sequences_per_sample * seq_len
     per_token = activation_bytes_per_token(
         shape, activation_checkpointing, precision, seq_len, autocast=autocast, cpu=cpu
     )

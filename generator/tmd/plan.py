@@ -8,7 +8,7 @@ from typing import Any
 from . import rules
 from .presets import count_params
 from .questions import BY_KEY, QUESTIONS, Question, not_offered_message
-from .rationale import CHOICE_RATIONALE
+from .rationale import CHOICE_RATIONALE, RESEARCH_WITHOUT_GENERATION
 
 Answers = dict[str, Any]
 
@@ -152,6 +152,8 @@ def explain(answers: Answers) -> Plan:
             continue
         choice = answers[question.key]
         text = CHOICE_RATIONALE[question.key][choice]
+        if (question.key, choice) == ("deployment", "research") and not rules.generates(answers):
+            text = RESEARCH_WITHOUT_GENERATION
         if question.key in MEMORY_DECISIONS:
             text = f"{text} {memory_sentence(answers)}"
         suggested = None

@@ -38,6 +38,20 @@ class ModelShape:
     n_classes: int = 0  # image: the head's outputs
     cls_token: bool = False  # image: a CLS token before the patches
     channels: int = 3
+    patch_len: int = 0  # timeseries: observations per patch
+    horizon: int = 0  # timeseries: steps forecast per channel
+    n_channels: int = 0  # timeseries: channels, each its own sequence through the blocks
+    causal: bool = True  # timeseries: streaming; a causal forecaster forecasts from every patch
+
+    @property
+    def sequences_per_sample(self) -> int:
+        """Sequences the blocks see per sample: a forecaster's channels, else one."""
+        return self.n_channels if self.modality == "timeseries" else 1
+
+    def head_inputs(self, seq_len: int) -> int:
+        """A forecaster's head reads one token (causal: every token forecasts) or all of a
+        window's tokens flattened (PatchTST's head)."""
+        return self.dim if self.causal else seq_len * self.dim
 
     @property
     def head_dim(self) -> int:
@@ -204,6 +218,8 @@ def io_matmul_weights(shape: ModelShape) -> int:
     (a token embedding is a lookup); an image's patch projection and class head."""
     if shape.modality == "image":
         return (shape.channels * shape.patch_size**2 + shape.n_classes) * shape.dim
+    if shape.modality == "timeseries":
+        return shape.patch_len * shape.dim + shape.head_inputs(shape.max_seq_len) * shape.horizon
     return shape.vocab_size * shape.dim
 
 
@@ -213,6 +229,8 @@ def io_params(shape: ModelShape) -> int:
     if shape.modality == "image":
         biases = shape.dim + shape.n_classes + (shape.dim if shape.cls_token else 0)
         return io_matmul_weights(shape) + biases
+    if shape.modality == "timeseries":  # and the biases, and RevIN's scale and shift per channel
+        return io_matmul_weights(shape) + shape.dim + shape.horizon + 2 * shape.n_channels
     return 2 * shape.vocab_size * shape.dim
 
 

@@ -93,6 +93,10 @@ def _image(a: Answers) -> bool:
     return a["modality"] == "image"
 
 
+def _timeseries(a: Answers) -> bool:
+    return a["modality"] == "timeseries"
+
+
 def _c(value: Any, label: str, offered: bool = True) -> Choice:
     return Choice(value, label, offered)
 
@@ -125,14 +129,14 @@ QUESTIONS: tuple[Question, ...] = (
         "str",
         "What the model reads. The blocks, trainer and tools are the same for every modality; "
         "the modality decides the front-end that turns the input into tokens, the task head, "
-        "the data and the metrics, and whether attention is causal (text) or sees the whole "
-        "input (image).",
+        "the data and the metrics, and whether attention is causal (text, a streaming "
+        "forecaster) or sees the whole input (image, an offline forecaster).",
         choices=(
             _c("text", "text (decoder-only language model)"),
             _c("image", "image (a ViT classifier over patch embeddings)"),
             _c("audio", "audio (frame embeddings)", offered=False),
             _c("video", "video (spatio-temporal patches)", offered=False),
-            _c("timeseries", "time series", offered=False),
+            _c("timeseries", "timeseries (a PatchTST forecaster over patches of each channel)"),
             _c("multimodal", "multimodal (vision + text)", offered=False),
             _c("tabular", "tabular", offered=False),
         ),
@@ -213,6 +217,50 @@ QUESTIONS: tuple[Question, ...] = (
         when=_image,
     ),
     Question(
+        "context_len",
+        "int",
+        "Observations of each channel the forecaster reads at once: its look-back window.",
+        default=rules.suggest_context_len,
+        validator=rules.check_context_len,
+        when=_timeseries,
+    ),
+    Question(
+        "patch_len",
+        "int",
+        "Observations per patch: each patch of one channel becomes one token, so a window is "
+        "context_len / patch_len tokens per channel, and attention's cost falls by patch_len².",
+        default=rules.suggest_patch_len,
+        validator=rules.check_patch_len,
+        when=_timeseries,
+    ),
+    Question(
+        "horizon",
+        "int",
+        "Steps ahead the forecaster predicts, all at once (the head's outputs per channel).",
+        default=rules.suggest_horizon,
+        validator=rules.check_horizon,
+        when=_timeseries,
+    ),
+    Question(
+        "n_channels",
+        "int",
+        "Channels of the series (its columns besides time; the built-in synthetic set has 3). "
+        "Each channel runs through the same weights on its own (channel independence).",
+        default=3,
+        when=_timeseries,
+        **_at_least_one("n_channels"),
+    ),
+    Question(
+        "streaming",
+        "bool",
+        "Will the forecaster run online, forecasting again as each new patch of observations "
+        "arrives? Yes makes attention causal, so a new patch costs one cached step instead of a "
+        "pass over the window; no lets every patch see the whole window, which forecasts a "
+        "little better offline.",
+        default=False,
+        when=_timeseries,
+    ),
+    Question(
         "tokenizer",
         "str",
         "How text becomes ids. Bytes need no file and train a tiny model at once; a BPE that "
@@ -233,7 +281,8 @@ QUESTIONS: tuple[Question, ...] = (
         "int",
         "Training context length in tokens. Past 8K tokens attention's T² cost dominates "
         "(sliding window or SSM); past 32K the sequence is split across GPUs (context parallel). "
-        "For an image it follows from image_size and patch_size.",
+        "For an image it follows from image_size and patch_size, for a series from context_len "
+        "and patch_len.",
         default=rules.suggest_seq_len,
         validator=rules.check_seq_len,
         when=_text,

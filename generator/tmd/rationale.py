@@ -97,3 +97,9 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "onnx": "ONNX export for runtimes outside PyTorch.",
     },
 }
+
+# A model that generates nothing is used through its checkpoints and `eval`.
+RESEARCH_WITHOUT_GENERATION = (
+    "Checkpoints, `eval` on the validation split and `consolidate` for one safetensors file of "
+    "the weights; the model generates nothing, so there is no `generate`."
+)

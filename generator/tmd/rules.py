@@ -102,6 +102,16 @@ AUTOREGRESSIVE = ("text", "multimodal")
 ONE_DIMENSIONAL = ("text", "timeseries", "audio")
 TINY_IMAGE, IMAGE = 32, 224  # CIFAR's size for CPU runs; ImageNet's
 TINY_PATCH, PATCH = 4, 16
+# A forecaster's look-back, patch and horizon: four days of hourly data in patches of 8 hours
+# for CPU runs; PatchTST's 512 steps in patches of 16 and its longest-studied 96-step horizon.
+TINY_CONTEXT, CONTEXT = 96, 512
+TINY_PATCH_LEN, PATCH_LEN = 8, 16
+TINY_HORIZON, HORIZON = 24, 96
+
+
+def generates(a: Answers) -> bool:
+    """Whether the model generates its own next input: a KV cache and `generate`."""
+    return modality_of(a) in AUTOREGRESSIVE
 
 
 def modality_of(a: Answers) -> str:
@@ -147,20 +157,80 @@ def check_n_classes(a: Answers) -> str | None:
     return None
 
 
+def suggest_context_len(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(TINY_CONTEXT, "96 steps: four days of an hourly series, a short CPU step.")
+    return Decision(CONTEXT, "512 steps, PatchTST's look-back: longer windows keep improving it.")
+
+
+def suggest_patch_len(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(TINY_PATCH_LEN, "Patches of 8 steps: 12 tokens per channel.")
+    return Decision(PATCH_LEN, "Patches of 16 steps, as PatchTST: 32 tokens per channel.")
+
+
+def suggest_horizon(a: Answers) -> Decision:
+    if a["model_size"] == "tiny":
+        return Decision(TINY_HORIZON, "24 steps: the next day of an hourly series.")
+    return Decision(HORIZON, "96 steps, the shortest of the long-horizon benchmarks' four.")
+
+
+def check_context_len(a: Answers) -> str | None:
+    if a["context_len"] < 2:
+        return f"context_len must be at least 2 observations, got {a['context_len']}"
+    return None
+
+
+def check_patch_len(a: Answers) -> str | None:
+    context, patch = a["context_len"], a["patch_len"]
+    if patch < 1:
+        return f"patch_len must be a positive number of observations, got {patch}"
+    if context % patch:
+        fits = [p for p in range(1, min(context, 64) + 1) if context % p == 0]
+        return (
+            f"context_len ({context}) must be a multiple of patch_len ({patch}): the patches "
+            f"tile the window exactly; pick a patch length among {fits}, or another context_len"
+        )
+    return None
+
+
+def check_horizon(a: Answers) -> str | None:
+    if a["horizon"] < 1:
+        return f"horizon must be at least 1 step ahead, got {a['horizon']}"
+    return None
+
+
+def sequences_per_sample(a: Answers) -> int:
+    """Sequences the blocks see per sample: a forecaster's channels are separate sequences
+    through the same weights (channel independence); every other modality's sample is one."""
+    return a["n_channels"] if modality_of(a) == "timeseries" else 1
+
+
 def tokens_per_sample(a: Answers) -> int:
-    """The sequence the blocks see for one sample: an image's patches (and its CLS token)."""
+    """Tokens the blocks see per sample: its sequences times their length."""
+    return sequences_per_sample(a) * a["seq_len"]
+
+
+def sequence_length(a: Answers) -> int | None:
+    """The sequence the blocks see where the modality fixes it: an image's patches (and its
+    CLS token), a window's patches per channel; None where it is a free answer (text)."""
     if modality_of(a) == "image":
         return (a["image_size"] // a["patch_size"]) ** 2 + (a["pooling"] == "cls")
-    return a["seq_len"]
+    if modality_of(a) == "timeseries":
+        return a["context_len"] // a["patch_len"]
+    return None
 
 
 def suggest_seq_len(a: Answers) -> Decision:
     if modality_of(a) == "image":
-        n = tokens_per_sample(a)
+        n = sequence_length(a)
         return Decision(
             n,
             f"{n} tokens: the image's patches{' and its CLS token' if a['pooling'] == 'cls' else ''}.",
         )
+    if modality_of(a) == "timeseries":
+        n = sequence_length(a)
+        return Decision(n, f"{n} tokens: the window's patches, per channel.")
     if a["model_size"] == "tiny":
         return Decision(
             TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
@@ -186,6 +256,13 @@ def windowed_reach(a: Answers) -> int:
 
 
 def suggest_attention(a: Answers) -> Decision:
+    if modality_of(a) == "timeseries":
+        return Decision(
+            "mha",
+            "A window's patches are a few dozen tokens per channel, so attention over all of "
+            "them is cheap and a streaming cache of them is small: every query head keeps its "
+            "own K/V head, as PatchTST does.",
+        )
     if modality_of(a) not in AUTOREGRESSIVE:
         return Decision(
             "mha",
@@ -329,6 +406,8 @@ def check_shape(a: Answers, key: str) -> str | None:
 
 
 def check_attention(a: Answers) -> str | None:
+    if modality_of(a) == "timeseries":
+        return check_forecaster_attention(a)
     if modality_of(a) != "image" or a["attention"] in ("mha", "gqa", "mqa"):
         return None
     why = {
@@ -341,7 +420,34 @@ def check_attention(a: Answers) -> str | None:
     return f"attention={a['attention']} with modality=image: it is {why}; use mha (or gqa, mqa)"
 
 
+def check_forecaster_attention(a: Answers) -> str | None:
+    attention, streaming = a["attention"], a["streaming"]
+    if attention in ("mha", "gqa", "mqa") or (attention == "ssm" and streaming):
+        return None
+    why = {
+        "sliding_window": "for sequences past 8K tokens, and patching already cuts a window to "
+        f"{sequence_length(a)} tokens per channel, which full attention covers",
+        "mla": "a compressed KV cache for long generations, and a forecaster's cache holds a "
+        "few dozen patches",
+        "ssm": "a causal scan that reads the series in one direction: it is the streaming "
+        "forecaster (streaming=true), and an offline one reads the whole window both ways",
+    }[attention]
+    return f"attention={attention} with modality=timeseries: it is {why}; use mha (or gqa, mqa)"
+
+
+def suggest_causal(a: Answers) -> bool:
+    """Whether attention is causal: a language model's always; a forecaster's when it streams;
+    an image classifier's never."""
+    return modality_of(a) in AUTOREGRESSIVE or bool(a.get("streaming"))
+
+
 def suggest_position(a: Answers) -> Decision:
+    if modality_of(a) == "timeseries" and a["attention"] != "ssm":
+        return Decision(
+            "learned",
+            "A learned vector per patch position, as PatchTST: the window is fixed by "
+            "context_len and patch_len, so a table covers it.",
+        )
     if modality_of(a) == "image":
         return Decision(
             "learned",
@@ -361,6 +467,13 @@ def suggest_position(a: Answers) -> Decision:
 
 
 def check_position(a: Answers) -> str | None:
+    if a["position"] == "alibi" and modality_of(a) == "timeseries":
+        return (
+            "position=alibi with modality=timeseries: ALiBi penalises attention by distance, a "
+            "recency prior that lets a language model run past its training length, and a "
+            "forecaster reads a fixed window in which the patch one season back matters as "
+            "much as the newest; use learned (PatchTST's), rope or none"
+        )
     if a["position"] == "alibi" and modality_of(a) not in ONE_DIMENSIONAL:
         return (
             f"position=alibi with modality={modality_of(a)}: ALiBi biases each score by the "
@@ -489,7 +602,7 @@ def world_size(a: Answers) -> int:
 
 def grad_accum_steps(a: Answers) -> int:
     """Micro-batches per optimizer step: as many as the tokens per step aimed at need."""
-    micro_tokens = max(1, a["batch_size"] * a["seq_len"] * world_size(a))
+    micro_tokens = max(1, a["batch_size"] * tokens_per_sample(a) * world_size(a))
     return max(1, -(-a["tokens_per_step"] // micro_tokens))
 
 
@@ -539,6 +652,10 @@ def shape_of(a: Answers) -> ModelShape:
         patch_size=a.get("patch_size", 0),
         n_classes=a.get("n_classes", 0),
         cls_token=a.get("pooling") == "cls",
+        patch_len=a.get("patch_len", 0),
+        horizon=a.get("horizon", 0),
+        n_channels=a.get("n_channels", 0),
+        causal=suggest_causal(a),
     )
 
 

@@ -23,9 +23,10 @@ NUMERIC_LEVELS: dict[str, tuple[Any, ...]] = {
     "latency_ms": (0.0, 5.0),
 }
 FIXED: Answers = {"project_name": "variant"}
-# A layout that shards over several devices is valid only beside a device count that has them:
-# a value or a pair is offered where it is valid as it is or on two GPUs.
-ENABLING: Answers = {"gpus_per_node": 2}
+# Answers that make others valid: a layout that shards over several devices needs a device
+# count that has them, and a forecaster's SSM needs it to stream. A value or a pair is offered
+# where it is valid as it is or beside some of these.
+ENABLING: tuple[Answers, ...] = ({"gpus_per_node": 2}, {"streaming": True})
 # Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
 # more_capacity only moves ffn's default, and every row sets ffn itself.
 SKIPPED = {"package_name", "seq_len", "loss_scaling", "more_capacity"}
@@ -56,9 +57,14 @@ def _valid(answers: Answers) -> bool:
 
 
 def enabled(answers: Answers) -> Answers:
-    """``answers`` with ``FIXED``, and on two GPUs where they are invalid on the default one."""
-    plain = {**FIXED, **answers}
-    return plain if _valid(plain) else {**FIXED, **ENABLING, **answers}
+    """``answers`` with ``FIXED``, and with the fewest of ``ENABLING`` that make them valid
+    (on two GPUs, streaming) where they are invalid without."""
+    for count in range(len(ENABLING) + 1):
+        for extra in itertools.combinations(ENABLING, count):
+            trial = {**FIXED, **{k: v for e in extra for k, v in e.items()}, **answers}
+            if _valid(trial):
+                return trial
+    return {**FIXED, **answers}
 
 
 def offered(answers: Answers) -> bool:
