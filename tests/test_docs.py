@@ -85,6 +85,9 @@ PAGES: dict[str, tuple[str, ...]] = {
         "horizon",
         "n_channels",
         "streaming",
+        "prediction",
+        "n_samples",
+        "neural_anyway",
     ),
 }
 

@@ -544,3 +544,46 @@ def test_the_forecaster_refusals_name_only_ways_out_that_render():
                 resolve({"modality": "timeseries", **given, key: value == "true"})
             else:
                 assert value in BY_KEY[key].offered_values(), str(err.value)
+
+
+# --------------------------------------------------------------------------- modality: tabular
+
+
+def test_a_table_model_reads_a_token_per_feature_both_ways_without_positions():
+    answers = resolve({"modality": "tabular"})
+    assert (answers["prediction"], answers["n_classes"], answers["n_samples"]) == (
+        "classification",
+        3,
+        20_000,
+    )
+    assert answers["seq_len"] == 6 + 2 + 1  # the built-in table's features and the CLS token
+    assert (answers["attention"], answers["position"]) == ("mha", "none")
+    assert not any("10,000 rows" in note for note in explain(answers).notes)
+
+
+def test_under_ten_thousand_rows_the_flow_says_trees_win_and_asks():
+    from tmd.questions import BY_KEY
+
+    large, small = resolve({"modality": "tabular"}), resolve({"modality": "tabular", "n_samples": 5000})
+    assert not BY_KEY["neural_anyway"].when(large) and BY_KEY["neural_anyway"].when(small)
+    assert any("trees usually beat a neural net" in note for note in explain(small).notes)
+    assert BY_KEY["n_classes"].when(small)
+    assert not BY_KEY["n_classes"].when(resolve({"modality": "tabular", "prediction": "regression"}))
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"n_samples": 5000, "neural_anyway": False}, "LightGBM alone needs no template"),
+        ({"n_samples": 1}, "n_samples must be at least 2 rows"),
+        ({"attention": "sliding_window"}, "a row's features have no order"),
+        ({"attention": "ssm", "position": "none"}, "a scan in one direction along a sequence"),
+        ({"attention": "mla", "position": "rope"}, "a table model decodes nothing"),
+        ({"position": "learned"}, "a row's features are a set"),
+        ({"n_classes": 1}, "n_classes must be at least 2"),
+        ({"speculative": True}, "modality=tabular generates none"),
+    ],
+)
+def test_every_table_rule_refuses_with_its_reason(given, message):
+    with pytest.raises(AnswerError, match=re.escape(message)):
+        resolve({"modality": "tabular", **given})

@@ -252,6 +252,10 @@ def loader_bytes(
     if shape is not None and shape.modality == "image":  # fp32 pixels and an int64 label
         batch = batch_size * (shape.channels * shape.image_size**2 * FP32 + INDEX)
         return in_flight * batch * (2 if pinned else 1)
+    if shape is not None and shape.modality == "tabular":  # fp32 features; an int64 class
+        features = (shape.n_numeric + shape.n_categorical) * FP32
+        batch = batch_size * (features + (INDEX if shape.n_classes else FP32))
+        return in_flight * batch * (2 if pinned else 1)
     if shape is not None and shape.modality == "timeseries":  # fp32 context and targets
         batch = batch_size * shape.n_channels * (seq_len * shape.patch_len + shape.horizon) * FP32
         return in_flight * batch * (2 if pinned else 1)
@@ -264,6 +268,8 @@ def output_elements(shape: ModelShape, samples: int, tokens: int) -> int:
     """The logits a step keeps: one per token and vocabulary entry, or per image and class."""
     if shape.modality == "image":
         return samples * shape.n_classes
+    if shape.modality == "tabular":  # a score per class, or one number, per row
+        return samples * max(shape.n_classes, 1)
     if shape.modality == "timeseries":  # a forecast per token (causal) or per sequence
         forecasts = tokens if shape.causal else samples * shape.n_channels
         return forecasts * shape.horizon

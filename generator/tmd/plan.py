@@ -166,6 +166,8 @@ def explain(answers: Answers) -> Plan:
         plan.rows.append(Row(question.decision, str(choice), text, suggested))
     if answers["modality"] == "text":
         plan.notes.append(rules.vocabulary_note(answers))
+    if rules.small_table(answers):
+        plan.notes.append(SMALL_TABLE_NOTE.format(**answers))
     if answers["context_parallel"]:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:
@@ -173,6 +175,11 @@ def explain(answers: Answers) -> Plan:
     return plan
 
 
+SMALL_TABLE_NOTE = (
+    "n_samples={n_samples} is under 10,000 rows, where gradient-boosted trees usually beat a "
+    "neural net on tables: `eval` trains LightGBM on the same split and says which won; expect "
+    "it to be LightGBM."
+)
 CONTEXT_PARALLEL_NOTE = (
     "seq_len={seq_len} is past 32768 tokens: the rule adds context parallel (ring attention "
     "over the sequence dimension), a CUDA-only path."

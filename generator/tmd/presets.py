@@ -42,6 +42,8 @@ class ModelShape:
     horizon: int = 0  # timeseries: steps forecast per channel
     n_channels: int = 0  # timeseries: channels, each its own sequence through the blocks
     causal: bool = True  # timeseries: streaming; a causal forecaster forecasts from every patch
+    n_numeric: int = 0  # tabular: numeric features, a weight and a bias vector each
+    n_categorical: int = 0  # tabular: categorical features, an embedding row per value
 
     @property
     def sequences_per_sample(self) -> int:
@@ -76,6 +78,9 @@ class ModelShape:
 
 
 SSM_EXPAND = 2  # Mamba's inner width is 2·dim
+# The built-in table's categories: 5 colours and 4 sizes, each feature with a row for a value
+# the training split never showed.
+TABULAR_CATEGORY_ROWS = (5 + 1) + (4 + 1)
 SSM_CONV = 4  # depthwise causal convolution width
 
 
@@ -220,6 +225,8 @@ def io_matmul_weights(shape: ModelShape) -> int:
         return (shape.channels * shape.patch_size**2 + shape.n_classes) * shape.dim
     if shape.modality == "timeseries":
         return shape.patch_len * shape.dim + shape.head_inputs(shape.max_seq_len) * shape.horizon
+    if shape.modality == "tabular":  # the numeric features' scales and the head
+        return (shape.n_numeric + max(shape.n_classes, 1)) * shape.dim
     return shape.vocab_size * shape.dim
 
 
@@ -231,6 +238,10 @@ def io_params(shape: ModelShape) -> int:
         return io_matmul_weights(shape) + biases
     if shape.modality == "timeseries":  # and the biases, and RevIN's scale and shift per channel
         return io_matmul_weights(shape) + shape.dim + shape.horizon + 2 * shape.n_channels
+    if shape.modality == "tabular":  # and a bias per feature, the categories' rows, the CLS token
+        features = shape.n_numeric + shape.n_categorical
+        rows = TABULAR_CATEGORY_ROWS if shape.n_categorical else 0
+        return io_matmul_weights(shape) + (features + rows + 1) * shape.dim + max(shape.n_classes, 1)
     return 2 * shape.vocab_size * shape.dim
 
 

@@ -97,6 +97,14 @@ def _timeseries(a: Answers) -> bool:
     return a["modality"] == "timeseries"
 
 
+def _tabular(a: Answers) -> bool:
+    return a["modality"] == "tabular"
+
+
+def _classifier(a: Answers) -> bool:
+    return a["modality"] == "image" or (_tabular(a) and a["prediction"] == "classification")
+
+
 def _c(value: Any, label: str, offered: bool = True) -> Choice:
     return Choice(value, label, offered)
 
@@ -138,7 +146,7 @@ QUESTIONS: tuple[Question, ...] = (
             _c("video", "video (spatio-temporal patches)", offered=False),
             _c("timeseries", "timeseries (a PatchTST forecaster over patches of each channel)"),
             _c("multimodal", "multimodal (vision + text)", offered=False),
-            _c("tabular", "tabular", offered=False),
+            _c("tabular", "tabular (an FT-Transformer beside a LightGBM baseline)"),
         ),
         default="text",
     ),
@@ -199,13 +207,43 @@ QUESTIONS: tuple[Question, ...] = (
         when=_image,
     ),
     Question(
+        "prediction",
+        "str",
+        "What the model predicts from a row: a class (classification) or a number (regression).",
+        choices=(
+            _c("classification", "classification (a class per row)"),
+            _c("regression", "regression (a number per row)"),
+        ),
+        default="classification",
+        when=_tabular,
+    ),
+    Question(
+        "n_samples",
+        "int",
+        "Labelled rows you train on, roughly. Under ~10K, gradient-boosted trees usually beat "
+        "a neural net on tables; the project trains a LightGBM baseline beside the "
+        "FT-Transformer either way, and `eval` says which won.",
+        default=20_000,
+        validator=rules.check_n_samples,
+        when=_tabular,
+    ),
+    Question(
+        "neural_anyway",
+        "bool",
+        "Under ~10K rows, gradient-boosted trees usually beat a neural net. Train the "
+        "FT-Transformer anyway, beside the LightGBM baseline, and let `eval` compare them?",
+        default=True,
+        validator=rules.check_neural_on_small_table,
+        when=rules.small_table,
+    ),
+    Question(
         "n_classes",
         "int",
-        "Classes the classifier tells apart (the class folders of your data; the built-in "
-        "synthetic set has 10).",
-        default=10,
+        "Classes the classifier tells apart (the class folders of your images, the target's "
+        "values in your table; the built-in image set has 10, the built-in table 3).",
+        default=rules.suggest_n_classes,
         validator=rules.check_n_classes,
-        when=_image,
+        when=_classifier,
     ),
     Question(
         "pooling",

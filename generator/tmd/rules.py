@@ -200,6 +200,41 @@ def check_horizon(a: Answers) -> str | None:
     return None
 
 
+# Tabular: the built-in table's columns, and where trees stop beating a neural net.
+TABULAR_NUMERIC, TABULAR_CATEGORICAL = 6, 2
+SMALL_TABLE = 10_000  # samples: below it, gradient-boosted trees usually win
+TABULAR_CLASSES = 3  # the built-in table's classes
+
+
+def suggest_n_classes(a: Answers) -> Decision:
+    if modality_of(a) == "tabular":
+        return Decision(TABULAR_CLASSES, "The built-in table's target has 3 classes.")
+    return Decision(10, "The built-in shapes have 10 classes.")
+
+
+def check_n_samples(a: Answers) -> str | None:
+    if a["n_samples"] < 2:
+        return f"n_samples must be at least 2 rows (one to train, one to validate), got {a['n_samples']}"
+    return None
+
+
+def small_table(a: Answers) -> bool:
+    """Whether the rule "under ~10K samples, trees beat a neural net" applies."""
+    return modality_of(a) == "tabular" and a["n_samples"] < SMALL_TABLE
+
+
+def check_neural_on_small_table(a: Answers) -> str | None:
+    if small_table(a) and not a["neural_anyway"]:
+        return (
+            f"n_samples={a['n_samples']} is under {SMALL_TABLE:,}, where gradient-boosted trees "
+            "usually beat a neural net, and you chose not to train one: LightGBM alone needs no "
+            "template (lightgbm.LGBMClassifier or LGBMRegressor on your table); answer "
+            "neural_anyway=true to train the FT-Transformer beside the LightGBM baseline and let "
+            "`eval` say which wins"
+        )
+    return None
+
+
 def sequences_per_sample(a: Answers) -> int:
     """Sequences the blocks see per sample: a forecaster's channels are separate sequences
     through the same weights (channel independence); every other modality's sample is one."""
@@ -218,6 +253,8 @@ def sequence_length(a: Answers) -> int | None:
         return (a["image_size"] // a["patch_size"]) ** 2 + (a["pooling"] == "cls")
     if modality_of(a) == "timeseries":
         return a["context_len"] // a["patch_len"]
+    if modality_of(a) == "tabular":  # a token per feature, and the CLS token
+        return TABULAR_NUMERIC + TABULAR_CATEGORICAL + 1
     return None
 
 
@@ -231,6 +268,11 @@ def suggest_seq_len(a: Answers) -> Decision:
     if modality_of(a) == "timeseries":
         n = sequence_length(a)
         return Decision(n, f"{n} tokens: the window's patches, per channel.")
+    if modality_of(a) == "tabular":
+        n = sequence_length(a)
+        return Decision(
+            n, f"{n} tokens: one per feature of the built-in table, and the CLS token."
+        )
     if a["model_size"] == "tiny":
         return Decision(
             TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
@@ -256,6 +298,12 @@ def windowed_reach(a: Answers) -> int:
 
 
 def suggest_attention(a: Answers) -> Decision:
+    if modality_of(a) == "tabular":
+        return Decision(
+            "mha",
+            "A row is a few dozen feature tokens read at once, with no cache to shrink: every "
+            "query head keeps its own K/V head, as the FT-Transformer does.",
+        )
     if modality_of(a) == "timeseries":
         return Decision(
             "mha",
@@ -408,6 +456,14 @@ def check_shape(a: Answers, key: str) -> str | None:
 def check_attention(a: Answers) -> str | None:
     if modality_of(a) == "timeseries":
         return check_forecaster_attention(a)
+    if modality_of(a) == "tabular" and a["attention"] not in ("mha", "gqa", "mqa"):
+        why = {
+            "sliding_window": "a window along a sequence, and a row's features have no order "
+            "and are a few dozen",
+            "ssm": "a scan in one direction along a sequence, and a row's features have no order",
+            "mla": "a compressed KV cache for decoding, and a table model decodes nothing",
+        }[a["attention"]]
+        return f"attention={a['attention']} with modality=tabular: it is {why}; use mha (or gqa, mqa)"
     if modality_of(a) != "image" or a["attention"] in ("mha", "gqa", "mqa"):
         return None
     why = {
@@ -442,6 +498,12 @@ def suggest_causal(a: Answers) -> bool:
 
 
 def suggest_position(a: Answers) -> Decision:
+    if modality_of(a) == "tabular":
+        return Decision(
+            "none",
+            "A row's features are a set: each has its own tokenizer weights, which identify it, "
+            "as in the FT-Transformer.",
+        )
     if modality_of(a) == "timeseries" and a["attention"] != "ssm":
         return Decision(
             "learned",
@@ -467,6 +529,12 @@ def suggest_position(a: Answers) -> Decision:
 
 
 def check_position(a: Answers) -> str | None:
+    if modality_of(a) == "tabular" and a["position"] != "none":
+        return (
+            f"position={a['position']} with modality=tabular: a row's features are a set, and "
+            "the feature tokenizer already gives each feature its own weights, which is all the "
+            "identity a position would add (the FT-Transformer has none); use position=none"
+        )
     if a["position"] == "alibi" and modality_of(a) == "timeseries":
         return (
             "position=alibi with modality=timeseries: ALiBi penalises attention by distance, a "
@@ -650,11 +718,13 @@ def shape_of(a: Answers) -> ModelShape:
         modality=modality_of(a),
         image_size=a.get("image_size", 0),
         patch_size=a.get("patch_size", 0),
-        n_classes=a.get("n_classes", 0),
+        n_classes=a.get("n_classes", 0) if a.get("prediction") != "regression" else 0,
         cls_token=a.get("pooling") == "cls",
         patch_len=a.get("patch_len", 0),
         horizon=a.get("horizon", 0),
         n_channels=a.get("n_channels", 0),
+        n_numeric=TABULAR_NUMERIC if modality_of(a) == "tabular" else 0,
+        n_categorical=TABULAR_CATEGORICAL if modality_of(a) == "tabular" else 0,
         causal=suggest_causal(a),
     )
 

@@ -21,7 +21,10 @@ NUMERIC_LEVELS: dict[str, tuple[Any, ...]] = {
     "gpus_per_node": (1, 2),
     "nodes": (1, 2),
     "latency_ms": (0.0, 5.0),
+    "n_samples": (20_000, 5_000),  # either side of the small-table rule
 }
+# Answers whose other value stops the flow wherever it is asked: the negative tests cover it.
+ONLY_GOING_ON: Answers = {"neural_anyway": (True,)}
 FIXED: Answers = {"project_name": "variant"}
 # Answers that make others valid: a layout that shards over several devices needs a device
 # count that has them, and a forecaster's SSM needs it to stream. A value or a pair is offered
@@ -39,6 +42,8 @@ def factors() -> dict[str, tuple[Any, ...]]:
             continue
         if q.key in NUMERIC_LEVELS:
             out[q.key] = NUMERIC_LEVELS[q.key]
+        elif q.key in ONLY_GOING_ON:
+            out[q.key] = ONLY_GOING_ON[q.key]
         elif q.type == "bool":
             out[q.key] = (False, True)
         elif q.choices:
