@@ -85,6 +85,8 @@ PAGES: dict[str, tuple[str, ...]] = {
         "horizon",
         "n_channels",
         "streaming",
+        "unlabeled",
+        "objective",
         "prediction",
         "n_samples",
         "neural_anyway",

@@ -587,3 +587,43 @@ def test_under_ten_thousand_rows_the_flow_says_trees_win_and_asks():
 def test_every_table_rule_refuses_with_its_reason(given, message):
     with pytest.raises(AnswerError, match=re.escape(message)):
         resolve({"modality": "tabular", **given})
+
+
+# --------------------------------------------------------------------------- the SSL rule
+
+
+@pytest.mark.parametrize("modality", ["image", "timeseries"])
+def test_far_more_unlabelled_data_makes_the_objective_ssl_pretraining(modality):
+    from tmd.questions import BY_KEY
+
+    labelled = resolve({"modality": modality})
+    assert labelled["objective"] == "supervised"
+    assert BY_KEY["unlabeled"].when(labelled) and BY_KEY["objective"].when(labelled)
+    answers = resolve({"modality": modality, "unlabeled": True})
+    assert answers["objective"] == "ssl"
+    row = next(r for r in explain(answers).rows if r.decision == "Objective")
+    assert "`pretrain`" in row.rationale and "`finetune`" in row.rationale
+    reason = dict(explain(answers).reasons)["Objective"]
+    assert ("masked autoencoding" if modality == "image" else "masked-patch") in reason
+    # A person may still choose supervised training: the rule suggests, the answer decides.
+    chosen = explain(resolve({"modality": modality, "unlabeled": True, "objective": "supervised"}))
+    assert next(r for r in chosen.rows if r.decision == "Objective").suggested == "ssl"
+
+
+@pytest.mark.parametrize("modality", ["text", "tabular"])
+def test_modalities_without_a_pretraining_objective_do_not_ask_and_refuse_it(modality):
+    from tmd.questions import BY_KEY
+
+    answers = resolve({"modality": modality})
+    assert not BY_KEY["unlabeled"].when(answers) and not BY_KEY["objective"].when(answers)
+    assert "Objective" not in [r.decision for r in explain(answers).rows]
+    with pytest.raises(AnswerError, match=r"objective=ssl with modality=.*use objective=supervised"):
+        resolve({"modality": modality, "objective": "ssl"})
+
+
+def test_masked_pretraining_needs_positions_unless_a_scan_orders_the_patches():
+    with pytest.raises(AnswerError, match="cannot tell which patch it is to reconstruct"):
+        resolve({"modality": "image", "objective": "ssl", "position": "none"})
+    resolve({"modality": "image", "position": "none"})  # supervised: a set of patches is fine
+    ssm = {"attention": "ssm", "streaming": True, "position": "none"}
+    assert resolve({"modality": "timeseries", "objective": "ssl", **ssm})["objective"] == "ssl"

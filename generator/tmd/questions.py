@@ -299,6 +299,32 @@ QUESTIONS: tuple[Question, ...] = (
         when=_timeseries,
     ),
     Question(
+        "unlabeled",
+        "bool",
+        "Is there far more unlabelled data than labelled, ten times or more? For images: "
+        "pictures without a class. For a forecaster: series beyond the ones it must forecast "
+        "(other sensors, sites or years). Then a self-supervised pretraining on all of it "
+        "comes before the training on the labelled part.",
+        default=False,
+        when=rules.has_ssl_objective,
+    ),
+    Question(
+        "objective",
+        "str",
+        "What training optimises. supervised: the task's loss on the labelled data, from "
+        "scratch. ssl: the backbone first learns from all the data without labels (masked "
+        "autoencoding for images, masked patches for series; the `pretrain` command), then "
+        "`finetune` trains the task with a fresh head from the pretrained backbone.",
+        choices=(
+            _c("supervised", "supervised (the task's loss, from scratch)"),
+            _c("ssl", "self-supervised pretraining, then fine-tuning"),
+        ),
+        default=rules.suggest_objective,
+        validator=rules.check_objective,
+        decision="Objective",
+        when=rules.has_ssl_objective,
+    ),
+    Question(
         "tokenizer",
         "str",
         "How text becomes ids. Bytes need no file and train a tiny model at once; a BPE that "

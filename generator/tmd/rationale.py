@@ -41,6 +41,13 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "ssm": "A selective state-space mixer (Mamba-style): a recurrence with input-dependent "
         "decay, linear in the sequence length and with a fixed-size state when decoding.",
     },
+    "objective": {
+        "supervised": "Supervised: the task's own loss on the labelled data, from initial "
+        "weights.",
+        "ssl": "Self-supervised pretraining, then fine-tuning: `pretrain` trains the backbone "
+        "to reconstruct hidden patches of unlabelled data, and `finetune` trains the task from "
+        "that backbone with a fresh head, on the labelled data.",
+    },
     "position": {
         "rope": "RoPE rotates q and k by position: attention depends on relative offsets, "
         "nothing is added to the residual stream, and the base can be rescaled for longer "

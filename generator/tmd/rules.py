@@ -491,6 +491,45 @@ def check_forecaster_attention(a: Answers) -> str | None:
     return f"attention={attention} with modality=timeseries: it is {why}; use mha (or gqa, mqa)"
 
 
+# The self-supervised objective of each modality that has one (PRODUCT.md, "Modalities").
+SSL_OBJECTIVES = {
+    "image": "masked autoencoding (MAE: 75% of the patches hidden, the encoder sees the rest "
+    "and a light decoder redraws the hidden ones)",
+    "timeseries": "masked-patch modelling (PatchTST: 40% of the patches hidden, their "
+    "observations reconstructed from the rest)",
+}
+
+
+def has_ssl_objective(a: Answers) -> bool:
+    return modality_of(a) in SSL_OBJECTIVES
+
+
+def suggest_objective(a: Answers) -> Decision:
+    if a.get("unlabeled") and has_ssl_objective(a):
+        return Decision(
+            "ssl",
+            "Far more unlabelled data than labelled: pretrain the backbone on all of it by "
+            f"{SSL_OBJECTIVES[modality_of(a)]}, then fine-tune with a fresh head on the labelled "
+            "part. Pretraining on the domain's own data beats transfer from an unrelated one.",
+        )
+    return Decision(
+        "supervised",
+        "The labelled data is all there is to learn from: train the task's loss on it directly.",
+    )
+
+
+def check_objective(a: Answers) -> str | None:
+    if a["objective"] != "ssl" or has_ssl_objective(a):
+        return None
+    why = {
+        "text": "a language model's next-token loss is already self-supervised, so every "
+        "unlabelled document is training data as it is",
+        "tabular": "a table's features have no neighbours to reconstruct one from, and the "
+        "FT-Transformer trains on the labelled rows",
+    }.get(modality_of(a), "this template pretrains images and series only")
+    return f"objective=ssl with modality={modality_of(a)}: {why}; use objective=supervised"
+
+
 def suggest_causal(a: Answers) -> bool:
     """Whether attention is causal: a language model's always; a forecaster's when it streams;
     an image classifier's never."""
@@ -547,6 +586,12 @@ def check_position(a: Answers) -> str | None:
             f"position=alibi with modality={modality_of(a)}: ALiBi biases each score by the "
             "distance along one sequence, and patches sit on a 2-D grid; use learned, rope "
             "(2-D: half the channels turn with the row, half with the column) or none"
+        )
+    if a.get("objective") == "ssl" and a["position"] == "none" and a["attention"] != "ssm":
+        return (
+            "position=none with objective=ssl: every hidden patch enters as the same mask "
+            "token, so without positions the model cannot tell which patch it is to "
+            "reconstruct; use learned or rope"
         )
     if a["attention"] == "mla" and a["position"] != "rope":
         return (

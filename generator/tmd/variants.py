@@ -27,9 +27,10 @@ NUMERIC_LEVELS: dict[str, tuple[Any, ...]] = {
 ONLY_GOING_ON: Answers = {"neural_anyway": (True,)}
 FIXED: Answers = {"project_name": "variant"}
 # Answers that make others valid: a layout that shards over several devices needs a device
-# count that has them, and a forecaster's SSM needs it to stream. A value or a pair is offered
-# where it is valid as it is or beside some of these.
-ENABLING: tuple[Answers, ...] = ({"gpus_per_node": 2}, {"streaming": True})
+# count that has them, a forecaster's SSM needs it to stream, and SSL pretraining a modality
+# that has an objective for it. A value or a pair is offered where it is valid as it is or
+# beside some of these.
+ENABLING: tuple[Answers, ...] = ({"gpus_per_node": 2}, {"streaming": True}, {"modality": "image"})
 # Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
 # more_capacity only moves ffn's default, and every row sets ffn itself.
 SKIPPED = {"package_name", "seq_len", "loss_scaling", "more_capacity"}
