@@ -564,11 +564,16 @@ def test_a_table_model_reads_a_token_per_feature_both_ways_without_positions():
 def test_under_ten_thousand_rows_the_flow_says_trees_win_and_asks():
     from tmd.questions import BY_KEY
 
-    large, small = resolve({"modality": "tabular"}), resolve({"modality": "tabular", "n_samples": 5000})
+    large, small = (
+        resolve({"modality": "tabular"}),
+        resolve({"modality": "tabular", "n_samples": 5000}),
+    )
     assert not BY_KEY["neural_anyway"].when(large) and BY_KEY["neural_anyway"].when(small)
     assert any("trees usually beat a neural net" in note for note in explain(small).notes)
     assert BY_KEY["n_classes"].when(small)
-    assert not BY_KEY["n_classes"].when(resolve({"modality": "tabular", "prediction": "regression"}))
+    assert not BY_KEY["n_classes"].when(
+        resolve({"modality": "tabular", "prediction": "regression"})
+    )
 
 
 @pytest.mark.parametrize(
@@ -617,7 +622,9 @@ def test_modalities_without_a_pretraining_objective_do_not_ask_and_refuse_it(mod
     answers = resolve({"modality": modality})
     assert not BY_KEY["unlabeled"].when(answers) and not BY_KEY["objective"].when(answers)
     assert "Objective" not in [r.decision for r in explain(answers).rows]
-    with pytest.raises(AnswerError, match=r"objective=ssl with modality=.*use objective=supervised"):
+    with pytest.raises(
+        AnswerError, match=r"objective=ssl with modality=.*use objective=supervised"
+    ):
         resolve({"modality": modality, "objective": "ssl"})
 
 

@@ -50,7 +50,9 @@ def test_every_pair_of_choices_is_covered():
             )
 
 
-@pytest.mark.parametrize("modality", [m for m in BY_KEY["modality"].offered_values() if m != "text"])
+@pytest.mark.parametrize(
+    "modality", [m for m in BY_KEY["modality"].offered_values() if m != "text"]
+)
 def test_modality_meets_every_other_answer(modality):
     """Every value a modality's project can take appears in one of its variants."""
     assert modality in {v["modality"] for v in VARIANTS}
@@ -118,7 +120,14 @@ def test_variant_builds_and_passes_its_own_tests(tmp_path, answers):
     tests = _run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], project, env
     )
-    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert tests.returncode == 0, failure_report(tests)
+
+
+def failure_report(tests: subprocess.CompletedProcess) -> str:
+    """The end of a failed suite's output without its captured DEBUG records (torch's tracing
+    can fill every line the report has room for), so the failing test and its assertion show."""
+    kept = [line for line in tests.stdout.splitlines() if "DEBUG " not in line[:40]]
+    return "\n".join(kept)[-6000:] + tests.stderr[-3000:]
 
 
 def test_variant_names_show_the_resolved_layout():

@@ -241,7 +241,9 @@ def io_params(shape: ModelShape) -> int:
     if shape.modality == "tabular":  # and a bias per feature, the categories' rows, the CLS token
         features = shape.n_numeric + shape.n_categorical
         rows = TABULAR_CATEGORY_ROWS if shape.n_categorical else 0
-        return io_matmul_weights(shape) + (features + rows + 1) * shape.dim + max(shape.n_classes, 1)
+        return (
+            io_matmul_weights(shape) + (features + rows + 1) * shape.dim + max(shape.n_classes, 1)
+        )
     return 2 * shape.vocab_size * shape.dim
 
 

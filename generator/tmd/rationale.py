@@ -42,8 +42,7 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "decay, linear in the sequence length and with a fixed-size state when decoding.",
     },
     "objective": {
-        "supervised": "Supervised: the task's own loss on the labelled data, from initial "
-        "weights.",
+        "supervised": "Supervised: the task's own loss on the labelled data, from initial weights.",
         "ssl": "Self-supervised pretraining, then fine-tuning: `pretrain` trains the backbone "
         "to reconstruct hidden patches of unlabelled data, and `finetune` trains the task from "
         "that backbone with a fresh head, on the labelled data.",

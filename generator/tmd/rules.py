@@ -270,9 +270,7 @@ def suggest_seq_len(a: Answers) -> Decision:
         return Decision(n, f"{n} tokens: the window's patches, per channel.")
     if modality_of(a) == "tabular":
         n = sequence_length(a)
-        return Decision(
-            n, f"{n} tokens: one per feature of the built-in table, and the CLS token."
-        )
+        return Decision(n, f"{n} tokens: one per feature of the built-in table, and the CLS token.")
     if a["model_size"] == "tiny":
         return Decision(
             TINY_SEQ_LEN, "The tiny size is for CPU runs: 256 tokens keep a step short."
@@ -463,7 +461,9 @@ def check_attention(a: Answers) -> str | None:
             "ssm": "a scan in one direction along a sequence, and a row's features have no order",
             "mla": "a compressed KV cache for decoding, and a table model decodes nothing",
         }[a["attention"]]
-        return f"attention={a['attention']} with modality=tabular: it is {why}; use mha (or gqa, mqa)"
+        return (
+            f"attention={a['attention']} with modality=tabular: it is {why}; use mha (or gqa, mqa)"
+        )
     if modality_of(a) != "image" or a["attention"] in ("mha", "gqa", "mqa"):
         return None
     why = {
