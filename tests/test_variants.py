@@ -2,7 +2,9 @@
 
 `tmd variants` lists the same matrix. Each variant is rendered by real copier from the working
 tree, must be ruff-clean and ruff-formatted with the project's own settings, must hold no
-template residue, and must pass its own test suite on this CPU-only machine.
+template residue, and must pass its own test suite on this CPU-only machine: whole for the
+variants of `full_suites` (which hold every pair of the answers the slow tests depend on), and
+without the tests marked `slow` for the others.
 """
 
 from __future__ import annotations
@@ -20,10 +22,20 @@ from copier import run_copy
 
 from tmd.plan import explain, resolve
 from tmd.questions import BY_KEY
-from tmd.variants import asked, covering_array, enabled, factors, offered, variant_name
+from tmd.variants import (
+    asked,
+    covering_array,
+    enabled,
+    factors,
+    full_suites,
+    offered,
+    slow_pairs,
+    variant_name,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = covering_array()
+FULL = full_suites(VARIANTS)
 RESIDUE = re.compile(r"\{\{|\{%|%\}|\{#|#\}")
 TEXT_SUFFIXES = {".py", ".toml", ".md", ".sh", ".sbatch", ".yaml", ".yml", ".txt", ".cfg", ""}
 
@@ -93,11 +105,19 @@ def _run(cmd, cwd, env=None, timeout=900):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
+def test_the_full_suites_hold_every_pair_the_slow_tests_depend_on():
+    held = set().union(*(slow_pairs(resolve(VARIANTS[i])) for i in FULL))
+    assert held == set().union(*(slow_pairs(resolve(v)) for v in VARIANTS))
+    assert len(FULL) < len(VARIANTS)
+
+
 @pytest.mark.variant
 @pytest.mark.parametrize(
-    "answers", VARIANTS, ids=[variant_name(i, v) for i, v in enumerate(VARIANTS)]
+    ("index", "answers"),
+    list(enumerate(VARIANTS)),
+    ids=[variant_name(i, v) + ("" if i in FULL else "-fast") for i, v in enumerate(VARIANTS)],
 )
-def test_variant_builds_and_passes_its_own_tests(tmp_path, answers):
+def test_variant_builds_and_passes_its_own_tests(tmp_path, index, answers):
     # A long project name, so that the lint sees the longest lines a package name makes.
     project = render(answers, tmp_path / "a-model-whose-name-makes-lines-long")
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
@@ -117,8 +137,9 @@ def test_variant_builds_and_passes_its_own_tests(tmp_path, answers):
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
     env = dict(os.environ, PYTHONPATH=str(project / "src"), PYTHONDONTWRITEBYTECODE="1")
+    fast = [] if index in FULL else ["-m", "not slow"]
     tests = _run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"], project, env
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *fast], project, env
     )
     assert tests.returncode == 0, failure_report(tests)
 

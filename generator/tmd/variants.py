@@ -133,6 +133,43 @@ def covering_array() -> list[Answers]:
     return rows
 
 
+# What the slow tests of a rendered project (marked `slow`: the profile, the CLI, checkpoints
+# and resume, training quality, pretraining) depend on. A variant whose suite runs whole is one
+# of a subset of the array that still holds every pair of these; the others run their fast
+# tests: the model's numbers against references, shapes, config rules, and the distributed
+# and compiled equalities wherever they are rendered.
+SLOW_TEST_FACTORS = (
+    "modality",
+    "parallelism",
+    "precision",
+    "compile_mode",
+    "activation_checkpointing",
+    "ffn",
+    "objective",
+    "streaming",
+)
+
+
+def slow_pairs(answers: Answers) -> set[tuple[str, Any, str, Any]]:
+    """The pairs of SLOW_TEST_FACTORS a resolved row holds (a question it does not ask
+    holds none)."""
+    keys = [k for k in SLOW_TEST_FACTORS if BY_KEY[k].computed or asked(k, answers)]
+    return {(a, answers[a], b, answers[b]) for a, b in itertools.combinations(keys, 2)}
+
+
+def full_suites(rows: list[Answers]) -> list[int]:
+    """The rows whose suites run whole: a greedy subset holding every pair of
+    SLOW_TEST_FACTORS the rows hold, the row that adds the most first (ties to the first)."""
+    pairs = [slow_pairs(resolve(row)) for row in rows]
+    left = set().union(*pairs)
+    chosen: list[int] = []
+    while left:
+        best = max(range(len(rows)), key=lambda i: (len(pairs[i] & left), -i))
+        chosen.append(best)
+        left -= pairs[best]
+    return sorted(chosen)
+
+
 def variant_name(index: int, answers: Answers) -> str:
     """``v07-ddp-bf16-compile``: the layout, precision and graph mode the row resolves to."""
     resolved = resolve(answers)
