@@ -134,10 +134,12 @@ def covering_array() -> list[Answers]:
 
 
 # What the slow tests of a rendered project (marked `slow`: the profile, the CLI, checkpoints
-# and resume, training quality, pretraining) depend on. A variant whose suite runs whole is one
-# of a subset of the array that still holds every pair of these; the others run their fast
-# tests: the model's numbers against references, shapes, config rules, and the distributed
-# and compiled equalities wherever they are rendered.
+# and resume on one rank and on two, gradient accumulation and async saves across ranks,
+# training quality, pretraining) depend on. A variant whose suite runs whole is one of a
+# subset of the array that still holds every pair of these; the others run their fast tests:
+# the model's numbers against references, shapes, config rules, and the distributed equality
+# with one process (and a two-rank checkpoint resumed in one) and the compiled equality with
+# eager wherever they are rendered.
 SLOW_TEST_FACTORS = (
     "modality",
     "parallelism",
