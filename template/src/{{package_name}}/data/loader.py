@@ -206,10 +206,16 @@ def validation_batches(
 ) -> DataLoader:
     """The first ``batches`` global batches of the validation data in order, this rank's
     share of each, on the host: the same samples at every evaluation (they repeat if the data
-    holds fewer)."""
-    size = holds_a_batch(
-        dataset, batch_size, "validation", "raise data.val_fraction or use more data"
-    )
+    holds fewer). A set smaller than one batch is validated whole, once, in one smaller batch
+    (its samples rounded down to a multiple of the ranks)."""
+    size = len(dataset)
+    if size < batch_size:
+        batch_size, batches = size - size % world_size, 1
+        if batch_size == 0:
+            raise ConfigError(
+                f"the validation data holds {size} samples, fewer than the {world_size} "
+                "ranks: raise data.val_fraction or use more data"
+            )
     order = EndlessSampler(size, 0, rank, world_size, shuffle=False)
     indices = list(itertools.islice(order, batches * batch_size // world_size))
     return loader(dataset, collate, cfg, batch_size // world_size, indices, device)
