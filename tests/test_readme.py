@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
+import random
 import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
+from PIL import Image
 
 from repos import NEXT, RELEASE, ROOT, git, release_next, template_repo, tmd
 from tmd import __version__
@@ -78,8 +84,10 @@ def test_the_demo_trains_generates_and_leaves_a_project_that_updates(tmp_path):
     assert yaml.safe_load((project / ".copier-answers.yml").read_text())["_commit"] == NEXT
     assert "- Added by the next release." in (project / "DESIGN.md").read_text()
 
-    # Then every command of the project's own README, on the model the demo trained.
+    # Then every command of the project's own README, on the model the demo trained, which
+    # leaves the tree clean for the next `tmd update`: what runs write is ignored.
     run_project_readme(project)
+    assert git(project, "status", "--porcelain") == ""
 
 
 # What the project README's commands need that this machine has not: a virtual environment and
@@ -103,6 +111,110 @@ def run_project_readme(project: Path) -> list[str]:
     assert any(" train" in c for c in ran) and any(" profile" in c for c in ran), ran
     assert (project / "reports" / "profile.md").is_file()
     return ran
+
+
+# The other modalities' projects, walked on a tiny `configs/default.toml`: the commands are the
+# README's, every one; the shapes are small enough that the walk takes seconds per command. The
+# rendered suites test what the commands compute; this tests that a person can run them.
+WALKS = {
+    "image-ssl": {"modality": "image", "unlabeled": "true"},
+    "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true"},
+    "tabular": {"modality": "tabular"},
+}
+TINY = {
+    "model": {
+        "dim": 32,
+        "n_layers": 1,
+        "n_heads": 2,
+        "n_kv_heads": 2,
+        "ffn_hidden_dim": 64,
+        "decoder_dim": 16,
+        "decoder_layers": 1,
+        "decoder_heads": 2,
+    },
+    "train": {
+        "batch_size": 16,
+        "grad_accum_steps": 1,
+        "steps": 4,
+        "warmup_steps": 1,
+        "eval_every": 2,
+        "eval_batches": 2,
+        "log_every": 2,
+        "precision": "fp32",
+    },
+    "checkpoint": {"every": 2},
+    "pretrain": {"steps": 4},
+    "baseline": {"rounds": 10},
+    "bench": {"steps": 2, "warmup": 1},
+    "profile": {"steps": 3, "wait": 1, "warmup": 1, "active": 1},
+}
+
+
+def shrink(config: Path, values: dict[str, dict[str, object]]) -> None:
+    """Set the ``values`` a config file already has, keeping its comments and order."""
+    section, lines = "", []
+    for line in config.read_text().splitlines(keepends=True):
+        if heading := re.match(r"\[(\w+)\]", line):
+            section = heading[1]
+        elif (kv := re.match(r"(\w+) = [^#\n]*?(\s*#.*)?$", line)) and kv[1] in values.get(
+            section, {}
+        ):
+            line = f"{kv[1]} = {json.dumps(values[section][kv[1]])}{kv[2] or ''}\n"
+        lines.append(line)
+    config.write_text("".join(lines))
+    set_now = tomllib.loads(config.read_text())
+    for section, fields in values.items():
+        for key, value in fields.items():
+            assert set_now.get(section, {}).get(key, value) == value, (section, key)
+
+
+def write_readme_data(project: Path) -> None:
+    """The datasets the README's "your own data" commands name, in the layouts it describes."""
+    rng = random.Random(0)
+    pets = project / "data" / "pets"  # 37 breeds, a folder of images each
+    for c in range(37):
+        (pets / f"breed_{c:02d}").mkdir(parents=True)
+        for i in range(4):
+            colour = tuple(rng.randrange(256) for _ in range(3))
+            Image.new("RGB", (48, 40), colour).save(pets / f"breed_{c:02d}" / f"{i}.jpg")
+
+    # Adult's shape: 6 numeric columns; 8 categorical of 9, 16, 7, 15, 6, 5, 2 and 42 values,
+    # 102 values and a row for an unseen one each, 110 rows; a two-valued target.
+    cardinalities = [9, 16, 7, 15, 6, 5, 2, 42]
+    rows = 600
+    table = {f"x{j}": [rng.gauss(0, 1) for _ in range(rows)] for j in range(6)}
+    for j, n in enumerate(cardinalities):
+        table[f"c{j}"] = [f"v{(i + j) % n}" for i in range(rows)]
+    table["income"] = [">50K" if x > 0 else "<=50K" for x in table["x0"]]
+    pq.write_table(pa.table(table), project / "data" / "adult.parquet")
+
+    # ETTh1's shape: a date column and 7 channels, hourly.
+    series = ["date," + ",".join(f"ch{c}" for c in range(7))]
+    for t in range(2000):
+        hour = f"2016-07-{1 + t // 24 % 28:02d} {t % 24:02d}:00"
+        values = (math.sin(2 * math.pi * t / 24 + c) + rng.gauss(0, 0.1) for c in range(7))
+        series.append(hour + "," + ",".join(f"{v:.4f}" for v in values))
+    (project / "data" / "ETTh1.csv").write_text("\n".join(series) + "\n")
+
+
+@pytest.mark.variant
+@pytest.mark.parametrize("walk", WALKS)
+def test_each_modalitys_readme_runs_command_by_command(tmp_path, walk):
+    """A new project of each modality: its README's commands, in order, with the data its
+    "your own data" examples name at the paths they name; then the tree is clean for an update."""
+    tpl = template_repo(tmp_path / "tmd")
+    project = tmp_path / walk
+    data = [arg for key, value in WALKS[walk].items() for arg in ("--data", f"{key}={value}")]
+    result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *data)
+    assert result.returncode == 0, result.stderr
+    shrink(project / "configs" / "default.toml", TINY)
+    git(project, "commit", "-qam", "a tiny configuration for the walk")
+    write_readme_data(project)
+    ran = run_project_readme(project)
+    assert sum("data.path=data/" in c for c in ran) == 2, ran  # train and eval on "your own"
+    if WALKS[walk].get("unlabeled"):
+        assert any(" pretrain" in c for c in ran) and any(" finetune" in c for c in ran), ran
+    assert git(project, "status", "--porcelain") == ""
 
 
 def test_the_readme_usage_commands_run(tmp_path):
