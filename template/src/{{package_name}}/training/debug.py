@@ -15,7 +15,7 @@ the same cause, whichever rank it appeared on.
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -23,6 +23,9 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from ..task import forward
+
+# A task's forward: (model, inputs, *what else the batch holds) -> the model's output.
+Forward = Callable[..., object]
 
 
 def component_of(name: str) -> str:
@@ -82,9 +85,11 @@ def nonfinite_hooks(model: nn.Module) -> Iterator[list[str]]:
 
 
 @torch.no_grad()
-def find_nonfinite(model: nn.Module, inputs: Tensor, *rest: Tensor) -> str | None:
+def find_nonfinite(
+    model: nn.Module, inputs: Tensor, *rest: Tensor, forward: Forward = forward
+) -> str | None:
     """The first module producing a NaN/inf on a batch's ``inputs`` (and what else the model
-    reads of it, ``task.forward``), or None if the forward is finite."""
+    reads of it), run by the task's ``forward``, or None if the forward is finite."""
     with nonfinite_hooks(model) as found:
         forward(model, inputs, *rest)
     return found[0] if found else None
@@ -99,7 +104,9 @@ def from_every_rank(value: object) -> list:
     return values
 
 
-def explain_nonfinite(model: nn.Module, inputs: Tensor, *rest: Tensor) -> str:
+def explain_nonfinite(
+    model: nn.Module, inputs: Tensor, *rest: Tensor, forward: Forward = forward
+) -> str:
     """Where a non-finite loss came from, as a clause for the error message; call on all ranks.
 
     Once an optimizer step has used NaN gradients the weights themselves are NaN and every
@@ -113,7 +120,7 @@ def explain_nonfinite(model: nn.Module, inputs: Tensor, *rest: Tensor) -> str:
             f"the update already made {len(broken)} parameter tensors non-finite "
             f"(first: {broken[0]})"
         )
-    culprits = from_every_rank(find_nonfinite(model, inputs, *rest))
+    culprits = from_every_rank(find_nonfinite(model, inputs, *rest, forward=forward))
     found = [(rank, culprit) for rank, culprit in enumerate(culprits) if culprit is not None]
     if not found:
         return "a second forward pass on the batch is finite"
