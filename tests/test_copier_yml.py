@@ -62,6 +62,9 @@ def test_every_question_has_help_and_copier_has_every_engine_key():
         {"attention": "ssm", "position": "rope"},
         {"attention": "ssm", "deployment": "server"},
         {"quantization": "fp8", "accelerator": "a100"},
+        {"quantization": "int4_weight_only", "accelerator": "cpu"},
+        {"quantization": "int4_weight_only", "accelerator": "a100"},
+        {"quantization": "int8_dynamic", "modality": "image"},
         {"speculative": True, "deployment": "onnx"},
     ],
 )

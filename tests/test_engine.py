@@ -288,6 +288,11 @@ def test_window_limits_the_attention_flops():
             "fp8 quantization runs on fp8 tensor cores",
         ),
         ({"speculative": True, "deployment": "onnx"}, "speculative decoding speeds up serving"),
+        ({"quantization": "int4_weight_only"}, "int4 weight-only runs on torchao's CUDA"),
+        (
+            {"modality": "tabular", "quantization": "int8_dynamic"},
+            "quantization=int8_dynamic with modality=tabular",
+        ),
     ],
 )
 def test_architecture_rules_refuse(given, message):

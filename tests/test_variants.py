@@ -23,12 +23,14 @@ from copier import run_copy
 from tmd.plan import explain, resolve
 from tmd.questions import BY_KEY
 from tmd.variants import (
+    PAIRED_ONLY_WITH,
     asked,
     covering_array,
     enabled,
     factors,
     full_suites,
     offered,
+    paired,
     slow_pairs,
     variant_name,
 )
@@ -43,10 +45,15 @@ TEXT_SUFFIXES = {".py", ".toml", ".md", ".sh", ".sbatch", ".yaml", ".yml", ".txt
 def test_every_pair_of_choices_is_covered():
     """Every pair of values two asked questions can take together (modality against every
     other answer included); a question the modality does not ask, such as an image model's
-    tokenizer, has no value to pair."""
+    tokenizer, has no value to pair, and an answer of ``PAIRED_ONLY_WITH`` pairs with the
+    answers named there, but every one of its values is still rendered."""
     levels = factors()
     rows = [{k: resolve(v)[k] for k in levels} for v in VARIANTS]
+    for key in PAIRED_ONLY_WITH:
+        assert set(levels[key]) <= {r[key] for r in rows}, key
     for a, b in itertools.combinations(levels, 2):
+        if not paired(a, b):
+            continue
         for va, vb in itertools.product(levels[a], levels[b]):
             try:
                 answers = resolve(enabled({a: va, b: vb}))

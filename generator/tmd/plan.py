@@ -172,6 +172,8 @@ def explain(answers: Answers) -> Plan:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:
         plan.notes.append(DISTILL_NOTE.format(**answers))
+    if answers["quantization"] == "int8_dynamic":
+        plan.notes.append(rules.INT8_DYNAMIC_NOTE)
     return plan
 
 

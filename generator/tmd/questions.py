@@ -681,17 +681,21 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "quantization",
         "str",
-        "Inference quantization through torchao: int8 weight-only suits batch-1 decode; int4 "
-        "weight-only gives the most tokens/s on CUDA; fp8 needs Hopper or later.",
+        "Inference quantization through torchao, applied when `generate` loads the model: "
+        "int8 weight-only suits batch-1 decode, which reads every weight per token; int8 "
+        "dynamic quantizes activations too, which pays at large batches; int4 weight-only "
+        "gives the most tokens/s on CUDA; fp8 needs Hopper or later.",
         choices=(
             _c("none", "none"),
-            _c("int8_weight_only", "int8 weight-only", offered=False),
-            _c("int8_dynamic", "int8 dynamic activations + int8 weights", offered=False),
-            _c("int4_weight_only", "int4 weight-only", offered=False),
-            _c("fp8", "fp8 dynamic activations + fp8 weights", offered=False),
+            _c("int8_weight_only", "int8 weight-only"),
+            _c("int8_dynamic", "int8 dynamic activations + int8 weights"),
+            _c("int4_weight_only", "int4 weight-only (CUDA)"),
+            _c("fp8", "fp8 dynamic activations + fp8 weights (Hopper or later)"),
         ),
         default="none",
         validator=rules.check_quantization,
+        when=rules.generates,
+        decision="Quantization",
     ),
     Question(
         "speculative",

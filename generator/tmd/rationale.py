@@ -102,6 +102,17 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "model code.",
         "onnx": "ONNX export for runtimes outside PyTorch.",
     },
+    "quantization": {
+        "none": "Generation runs in the training precision.",
+        "int8_weight_only": "torchao int8 weight-only, applied when `generate` loads the "
+        "model: a quarter of fp32's weight bytes, which batch-1 decode reads once per token.",
+        "int8_dynamic": "torchao int8 weights and dynamically quantized int8 activations, "
+        "applied when `generate` loads the model: int8 matmuls, which pay at large batches.",
+        "int4_weight_only": "torchao int4 weight-only in groups of 128, applied when "
+        "`generate` loads the model: an eighth of fp32's weight bytes, on CUDA's int4 kernels.",
+        "fp8": "torchao fp8 weights and dynamic fp8 activations, applied when `generate` loads "
+        "the model: fp8 tensor-core matmuls (Hopper or later).",
+    },
 }
 
 # A model that generates nothing is used through its checkpoints and `eval`.

@@ -1009,12 +1009,32 @@ def check_speculative(a: Answers) -> str | None:
 
 
 def check_quantization(a: Answers) -> str | None:
-    if a["quantization"] == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
+    q = a["quantization"]
+    if q != "none" and not generates(a):
+        return (
+            f"quantization={q} with modality={modality_of(a)}: this template quantizes the "
+            "model `generate` loads, and a non-generating model's inference path (a server or "
+            "an export) is not rendered yet: keep quantization=none"
+        )
+    if q == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
         return (
             f"fp8 quantization runs on fp8 tensor cores, which {a['accelerator']} lacks: pick "
             "int8_weight_only (fastest batch-1 decode without fp8), or an h100/h200/b200"
         )
+    if q == "int4_weight_only" and a["accelerator"] == "cpu":
+        return (
+            "int4 weight-only runs on torchao's CUDA kernels (int4 packed for tensor cores), "
+            "and the accelerator is cpu: pick int8_weight_only, which runs on a CPU"
+        )
     return None
+
+
+INT8_DYNAMIC_NOTE = (
+    "quantization=int8_dynamic quantizes every activation before its matmul, which pays where "
+    "decode is compute-bound (many sequences per step); `generate` runs one sequence by "
+    "default, where decode is bound by reading the weights and int8_weight_only is the better "
+    "fit at less error."
+)
 
 
 def check_latency(a: Answers) -> str | None:

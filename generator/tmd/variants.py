@@ -31,6 +31,14 @@ FIXED: Answers = {"project_name": "variant"}
 # that has an objective for it. A value or a pair is offered where it is valid as it is or
 # beside some of these.
 ENABLING: tuple[Answers, ...] = ({"gpus_per_node": 2}, {"streaming": True}, {"modality": "image"})
+# Answers that change only what their own files do, paired with the answers those files read
+# and no others (a pair with the launcher or the tracker tests nothing the array does not).
+# `quantization` sets the default method of `inference/quantize.py`, which every text project
+# renders and whose tests run every method a CPU can: what the answer adds is that method as
+# `generate`'s default, on its accelerator, in its precision, through its mixer's Linears.
+PAIRED_ONLY_WITH: dict[str, tuple[str, ...]] = {
+    "quantization": ("accelerator", "precision"),
+}
 # Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
 # more_capacity only moves ffn's default, and every row sets ffn itself.
 SKIPPED = {"package_name", "seq_len", "loss_scaling", "more_capacity"}
@@ -84,10 +92,17 @@ def asked(key: str, answers: Answers) -> bool:
     return when is None or when(resolve({**FIXED, **answers}, strict_keys=False, validate=False))
 
 
+def paired(a: str, b: str) -> bool:
+    """Whether the array covers the pairs of answers ``a`` and ``b`` (``PAIRED_ONLY_WITH``)."""
+    return all(y in PAIRED_ONLY_WITH.get(x, (y,)) for x, y in ((a, b), (b, a)))
+
+
 def pairs_of(answers: Answers, keys: list[str]) -> set[tuple[str, Any, str, Any]]:
     """The pairs of asked answers a row covers."""
     shown = [k for k in keys if k in answers and asked(k, answers)]
-    return {(x, answers[x], y, answers[y]) for x, y in itertools.combinations(shown, 2)}
+    return {
+        (x, answers[x], y, answers[y]) for x, y in itertools.combinations(shown, 2) if paired(x, y)
+    }
 
 
 def covering_array() -> list[Answers]:
@@ -96,6 +111,7 @@ def covering_array() -> list[Answers]:
     uncovered = {
         (a, va, b, vb)
         for a, b in itertools.combinations(keys, 2)
+        if paired(a, b)
         for va in levels[a]
         for vb in levels[b]
         if offered({a: va, b: vb})

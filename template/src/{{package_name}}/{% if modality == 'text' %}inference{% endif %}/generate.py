@@ -18,9 +18,10 @@ from ..config import Config, ConfigError
 from ..data.tokenizer import load_tokenizer
 from ..device import select_device, synchronize
 from ..model import Transformer
-from ..training.checkpoint import load_model_weights
+from ..training.checkpoint import checkpoints, load_model_weights
 from ..training.precision import DTYPES, precision_on
 from ..training.train import init_model
+from .quantize import device_error, quantize, quantized_path, save_quantized, saved_quantized
 
 log = logging.getLogger(__name__)
 
@@ -118,24 +119,58 @@ def compiled_decode_step(device: torch.device) -> DecodeStep:
 
 
 def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
-    """The latest checkpoint's model (or a random one, with a warning), ready on the device."""
+    """The latest checkpoint's model (or a random one, with a warning), ready on the device,
+    quantized as ``generate.quantization`` says (``quantize.py``): from the saved quantized
+    weights when they are of the latest checkpoint."""
     device = select_device(cfg.train.device)
     model = init_model(cfg)
-    step = load_model_weights(model, cfg.checkpoint.dir)
+    method = cfg.generate.quantization
+    if method != "none" and (why := device_error(method, device)):
+        # As training falls back from fp8 off its GPUs: the project still runs on a laptop.
+        log.warning("%s; generating without quantization", why)
+        method = "none"
+    saved = saved_quantized(cfg) if method != "none" else None
+    step = saved["step"] if saved else load_model_weights(model, cfg.checkpoint.dir)
     if step is None:
         log.warning(
             "no checkpoint in %s/: generating from randomly initialised weights",
             cfg.checkpoint.dir,
         )
-    else:
-        log.info("loaded the weights of step %d from %s/", step, cfg.checkpoint.dir)
     dtype = DTYPES[precision_on(device, cfg.train.precision)]
     model.to(device)
     # The parameters only: derived buffers (RoPE's cos/sin tables, ALiBi's slopes) stay fp32,
     # as in training; a bf16 table would shift the angles of far positions (rope.py).
     for param in model.parameters():
         param.data = param.data.to(dtype)
+    if method != "none":
+        quantize(model, method, device)
+    if saved:
+        model.load_state_dict({k: v.to(device) for k, v in saved["model"].items()}, assign=True)
+    if step is not None:
+        source = quantized_path(cfg) if saved else f"{cfg.checkpoint.dir}/"
+        log.info("loaded the weights of step %d from %s (quantization: %s)", step, source, method)
     return model.eval(), device
+
+
+def write_quantized(cfg: Config) -> dict[str, str | int]:
+    """The ``quantize`` command: the latest checkpoint's weights, quantized as
+    ``generate.quantization`` says, written where ``generate`` reads them."""
+    if cfg.generate.quantization == "none":
+        raise ConfigError(
+            "generate.quantization = none: name the method to write, e.g. "
+            "generate.quantization=int8_weight_only"
+        )
+    found = checkpoints(cfg.checkpoint.dir)
+    if not found:
+        raise ConfigError(
+            f"no checkpoint in {cfg.checkpoint.dir}: train first, or point checkpoint.dir at one"
+        )
+    if why := device_error(cfg.generate.quantization, select_device(cfg.train.device)):
+        raise ConfigError(why)
+    model, _ = load_for_inference(cfg)
+    step = int(found[-1].name.removeprefix("step_"))
+    path = save_quantized(model, cfg, step)
+    return {"quantized": str(path), "step": step, "method": cfg.generate.quantization}
 
 
 def sample_text(cfg: Config) -> list[str]:
@@ -214,6 +249,7 @@ def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
         "prompt_len": g.prompt_len,
         "new_tokens": g.max_new_tokens,
         "compiled": g.compile,
+        "quantization": g.quantization,
         "device": device.type,
         "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
     }
