@@ -147,8 +147,10 @@ def block_bytes(
     elif shape.ffn == "moe":
         k, slots = shape.top_k, shape.capacity_factor * shape.top_k
         residual += 2 * k * d  # the tokens gathered per assignment, the weighted outputs
-        compute += k * d + slots * (d + 4 * h)  # expert outputs; the capacity-padded SwiGLUs
-        fp32 += shape.n_experts  # router probabilities
+        compute += k * d + slots * (d + 4 * h) + k  # expert outputs, SwiGLUs, weights
+        # Router probabilities, then the routing's bookkeeping in fp32 units (the model's
+        # MoE.kept_per_token says what).
+        fp32 += shape.n_experts + (8 * k + 4 * k + 4 + 16 * k + k) / 4
     else:
         compute += 4 * h  # w1 and w3 outputs, their product, the w2 input
     return r * residual + a * compute + FP32 * fp32
