@@ -13,11 +13,13 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
+from torch.profiler import ProfilerActivity, profile
 
 from ..config import Config, ConfigError
 from ..data.tokenizer import load_tokenizer
 from ..device import select_device, synchronize
 from ..model import Transformer
+from ..perf.profiling import classify, time_by_kind
 from ..training.checkpoint import checkpoints, load_model_weights
 from ..training.precision import DTYPES, precision_on
 from ..training.train import init_model
@@ -216,6 +218,38 @@ def sample_text(cfg: Config) -> list[str]:
     return [tokenizer.decode(row.tolist()) for row in out]
 
 
+PROFILED_STEPS = 32  # decode steps under the profiler, for decode_time_by_kind
+
+
+def decode_time_by_kind(
+    model: Transformer,
+    first: Tensor,
+    start_pos: int,
+    steps: int,
+    args: tuple[float, int],
+    decode_step: DecodeStep,
+    device: torch.device,
+) -> dict[str, float]:
+    """Where ``steps`` decode steps spend their wall time, as shares: each kind of op's (the
+    kinds of the training profile, ``perf/profiling.py``: matmuls, attention, code compiled by
+    Inductor with its guard checks, ...), and ``outside ops`` for the rest. On a CPU the rest
+    is Python and dispatch between the ops, what compiling the step removes; on a GPU it is
+    the time the device waits for the host, what CUDA graphs remove."""
+    if not steps:
+        return {}
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        start = time.perf_counter()
+        decode(model, first, start_pos, steps, *args, decode_step=decode_step)
+        synchronize(device)
+        step_ms = (time.perf_counter() - start) * 1e3 / steps
+    rows = time_by_kind(classify(prof.events()), cuda, steps)
+    shares = {row.name: row.ms_per_step / step_ms for row in rows}
+    shares["outside ops"] = max(0.0, 1.0 - sum(shares.values()))
+    return {kind: round(share, 4) for kind, share in shares.items()}
+
+
 @torch.no_grad()
 def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
     """``generate --bench``: prefill and decode throughput on random prompts.
@@ -249,11 +283,16 @@ def bench_generation(cfg: Config) -> dict[str, float | int | str | bool]:
     decode(model, first, g.prompt_len, n_decode, *args, decode_step=decode_step)
     synchronize(device)
     decode_s = time.perf_counter() - start
+    model.setup_cache(g.batch_size, g.prompt_len + g.max_new_tokens)
+    first = prefill(model, prompt, *args)
+    profiled = min(n_decode, PROFILED_STEPS)
+    by_kind = decode_time_by_kind(model, first, g.prompt_len, profiled, args, decode_step, device)
     return {
         "prefill_tokens_per_s": g.batch_size * g.prompt_len / prefill_s,
         "decode_tokens_per_s": g.batch_size * n_decode / decode_s if n_decode else 0.0,
         "time_to_first_token_ms": prefill_s * 1e3,
         "decode_ms_per_step": decode_s * 1e3 / n_decode if n_decode else 0.0,
+        "decode_time_by_kind": by_kind,
         "batch_size": g.batch_size,
         "prompt_len": g.prompt_len,
         "new_tokens": g.max_new_tokens,
