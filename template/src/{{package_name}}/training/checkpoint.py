@@ -68,6 +68,11 @@ def checkpoints(directory: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if STEP_DIR.fullmatch(p.name))
 
 
+def step_of(checkpoint: Path) -> int:
+    """The step a checkpoint directory (``step_00000120``) holds."""
+    return int(STEP_DIR.fullmatch(checkpoint.name).group(1))
+
+
 def load_model_weights(model: nn.Module, directory: str | Path) -> int | None:
     """Load the latest checkpoint's weights into an unsharded ``model``; return its step.
 
@@ -84,7 +89,7 @@ def load_model_weights(model: nn.Module, directory: str | Path) -> int | None:
         warnings.filterwarnings("ignore", "torch.distributed is disabled", UserWarning)
         dcp.load(state, checkpoint_id=found[-1], no_dist=True)
     model.load_state_dict(state["model"])
-    return int(STEP_DIR.fullmatch(found[-1].name).group(1))
+    return step_of(found[-1])
 
 
 def consolidate(model: nn.Module, directory: str | Path, out: str | Path | None = None) -> Path:

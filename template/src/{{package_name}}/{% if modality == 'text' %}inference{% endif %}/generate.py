@@ -20,7 +20,7 @@ from ..data.tokenizer import load_tokenizer
 from ..device import select_device, synchronize
 from ..model import Transformer
 from ..perf.profiling import classify, time_by_kind
-from ..training.checkpoint import checkpoints, load_model_weights
+from ..training.checkpoint import checkpoints, load_model_weights, step_of
 from ..training.precision import DTYPES, precision_on
 from ..training.train import init_model
 from .quantize import device_error, quantize, quantized_path, save_quantized, saved_quantized
@@ -179,7 +179,7 @@ def write_quantized(cfg: Config) -> dict[str, str | int]:
     if why := device_error(cfg.generate.quantization, select_device(cfg.train.device)):
         raise ConfigError(why)
     model, _ = load_for_inference(cfg)
-    step = int(found[-1].name.removeprefix("step_"))
+    step = step_of(found[-1])
     path = save_quantized(model, cfg, step)
     return {"quantized": str(path), "step": step, "method": cfg.generate.quantization}
 

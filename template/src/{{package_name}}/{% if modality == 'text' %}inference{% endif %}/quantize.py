@@ -29,7 +29,7 @@ from torch import nn
 
 from ..config import Config, ConfigError
 from ..model import Transformer
-from ..training.checkpoint import checkpoints
+from ..training.checkpoint import checkpoints, step_of
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def saved_quantized(cfg: Config) -> dict | None:
         return None
     torchao_quantization(cfg.generate.quantization)
     saved = torch.load(path, map_location="cpu", weights_only=True)
-    latest = int(found[-1].name.removeprefix("step_"))
+    latest = step_of(found[-1])
     if saved["step"] != latest:
         log.info(
             "%s is of step %d and the latest checkpoint of step %d: quantizing that one",
