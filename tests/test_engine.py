@@ -287,7 +287,14 @@ def test_window_limits_the_attention_flops():
             {"quantization": "fp8", "accelerator": "a100"},
             "fp8 quantization runs on fp8 tensor cores",
         ),
-        ({"speculative": True, "deployment": "onnx"}, "speculative decoding speeds up serving"),
+        ({"speculative": True, "deployment": "export"}, "does not render it yet"),
+        ({"attention": "ssm", "deployment": "onnx"}, "unrolls at the traced length"),
+        ({"attention": "ssm", "deployment": "export"}, "keeps a fixed-size recurrent state"),
+        ({"attention": "sliding_window", "deployment": "export"}, "ring-buffer cache"),
+        (
+            {"deployment": "onnx", "quantization": "int8_weight_only"},
+            "quantize the ONNX graph in onnxruntime",
+        ),
         ({"quantization": "int4_weight_only"}, "int4 weight-only runs on torchao's CUDA"),
         (
             {"modality": "tabular", "quantization": "int8_dynamic"},
@@ -358,14 +365,6 @@ def test_refusals_offer_only_choices_this_version_renders():
                 continue  # not a choice, or the answer being refused, quoted back
             assert value in question.offered_values(), (given, message)
     assert seen > 50
-
-
-def test_the_speculative_refusal_matches_what_is_rendered():
-    from tmd.questions import BY_KEY
-
-    offered = set(BY_KEY["deployment"].offered_values()) & set(rules.SPECULATIVE_DEPLOYMENTS)
-    message = rules.check_speculative({"speculative": True, "deployment": "research"})
-    assert ("does not render yet" in message) == (not offered)
 
 
 def test_attention_that_flash_cannot_take_keeps_k_and_v_at_the_queries_width_on_cuda():

@@ -114,9 +114,9 @@ def run_project_readme(project: Path) -> list[str]:
 # rendered suites test what the commands compute (and the demo trains the text model for real);
 # this tests that a person can run them.
 WALKS = {
-    "text": {"modality": "text"},
+    "text": {"modality": "text", "deployment": "export"},
     "image-ssl": {"modality": "image", "unlabeled": "true"},
-    "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true"},
+    "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true", "deployment": "onnx"},
     "tabular": {"modality": "tabular"},
 }
 TINY = {
@@ -215,6 +215,9 @@ def test_each_modalitys_readme_runs_command_by_command(tmp_path, walk):
         assert any(" quantize" in c for c in ran) and any("--bench" in c for c in ran), ran
     if WALKS[walk].get("unlabeled"):
         assert any(" pretrain" in c for c in ran) and any(" finetune" in c for c in ran), ran
+    if WALKS[walk].get("deployment", "research") != "research":
+        assert any(c.endswith(" export") for c in ran), ran
+        assert any(c.startswith("python deploy/run_") for c in ran), ran
     assert git(project, "status", "--porcelain") == ""
 
 

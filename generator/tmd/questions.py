@@ -671,8 +671,8 @@ QUESTIONS: tuple[Question, ...] = (
         choices=(
             _c("research", "research (generate / eval from checkpoints)"),
             _c("server", "HTTP server (KV cache, continuous batching)", offered=False),
-            _c("export", "torch.export + AOTInductor package", offered=False),
-            _c("onnx", "ONNX", offered=False),
+            _c("export", "torch.export + AOTInductor package"),
+            _c("onnx", "ONNX (onnxruntime)"),
         ),
         default="research",
         validator=rules.check_deployment,

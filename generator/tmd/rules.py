@@ -987,10 +987,20 @@ def check_deployment(a: Answers) -> str | None:
             "and the SSM mixer keeps a fixed-size recurrent state instead: pick deployment="
             "research, or an attention variant"
         )
+    if a["attention"] == "ssm" and a["deployment"] == "onnx":
+        return (
+            "deployment=onnx with attention=ssm: the SSM's scan is a Python loop over chunks of "
+            "the sequence, which the exporter unrolls at the traced length, so the graph would "
+            "take that length alone: pick deployment=research, or an attention variant"
+        )
+    if a["attention"] == "sliding_window" and a["deployment"] == "export":
+        return (
+            "deployment=export with attention=sliding_window: the package is one graph for "
+            "prefill and decode, and the window's ring-buffer cache is filled by one path for "
+            "a prompt and by another for a token: pick deployment=onnx (the full forward, any "
+            "length), or attention=gqa"
+        )
     return None
-
-
-SPECULATIVE_DEPLOYMENTS = ("server", "export")
 
 
 def check_speculative(a: Answers) -> str | None:
@@ -999,11 +1009,11 @@ def check_speculative(a: Answers) -> str | None:
             "speculative decoding drafts tokens for a model that generates them, and "
             f"modality={modality_of(a)} generates none: keep speculative=false"
         )
-    if a["speculative"] and a["deployment"] not in SPECULATIVE_DEPLOYMENTS:
+    if a["speculative"]:
         return (
-            "speculative decoding speeds up serving a single request, so it comes with a serving "
-            "deployment (server or export), which this template version does not render yet: "
-            "keep speculative=false"
+            "speculative decoding (a draft model's tokens verified in one forward) is part of "
+            "the design space, but this template version does not render it yet: keep "
+            "speculative=false"
         )
     return None
 
@@ -1012,9 +1022,16 @@ def check_quantization(a: Answers) -> str | None:
     q = a["quantization"]
     if q != "none" and not generates(a):
         return (
-            f"quantization={q} with modality={modality_of(a)}: this template quantizes the "
-            "model `generate` loads, and a non-generating model's inference path (a server or "
-            "an export) is not rendered yet: keep quantization=none"
+            f"quantization={q} with modality={modality_of(a)}: this template quantizes "
+            "language models, whose decode reads every weight once per token; quantizing a "
+            "model that generates nothing is not rendered yet: keep quantization=none"
+        )
+    if q != "none" and a["deployment"] == "onnx":
+        return (
+            f"quantization={q} with deployment=onnx: torchao's quantized weights are tensor "
+            "subclasses that the ONNX exporter does not translate; keep quantization=none and "
+            "quantize the ONNX graph in onnxruntime (onnxruntime.quantization), or pick "
+            "deployment=export, whose package takes torchao's int8 weights"
         )
     if q == "fp8" and a["accelerator"] not in FP8_ACCELERATORS:
         return (

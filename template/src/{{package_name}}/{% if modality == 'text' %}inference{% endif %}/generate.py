@@ -21,7 +21,7 @@ from ..device import select_device, synchronize
 from ..model import Transformer
 from ..perf.profiling import classify, time_by_kind
 from ..training.checkpoint import checkpoints, load_model_weights, step_of
-from ..training.precision import DTYPES, precision_on
+from ..training.precision import for_inference
 from ..training.train import init_model
 from .quantize import device_error, quantize, quantized_path, save_quantized, saved_quantized
 
@@ -147,12 +147,7 @@ def load_for_inference(cfg: Config) -> tuple[Transformer, torch.device]:
             "no checkpoint in %s/: generating from randomly initialised weights",
             cfg.checkpoint.dir,
         )
-    dtype = DTYPES[precision_on(device, cfg.train.precision)]
-    model.to(device)
-    # The parameters only: derived buffers (RoPE's cos/sin tables, ALiBi's slopes) stay fp32,
-    # as in training; a bf16 table would shift the angles of far positions (rope.py).
-    for param in model.parameters():
-        param.data = param.data.to(dtype)
+    for_inference(model, device, cfg.train.precision)
     if method != "none":
         quantize(model, method, device)
     if saved:
