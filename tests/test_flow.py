@@ -197,9 +197,8 @@ def test_a_declined_guided_render_keeps_the_answers_for_data_file(tmp_path):
     kept = yaml.safe_load(saved.read_text())
     assert kept["project_name"] == "cool-lm"  # the folder's name was the offered default
     assert resolve(kept) == resolve({"project_name": "cool-lm"})
-    # speculative decoding cannot be rendered by this version: it is stated, not asked.
-    assert "speculative: no (" in term.text and "keep speculative=false" in term.text
-    assert "Speculative decoding (a small draft" not in term.text
+    # A language model with a full KV cache can take speculative decoding: it is asked.
+    assert "Speculative decoding (a small draft" in term.text
     assert not (tmp_path / "cool-lm").exists()
 
 
@@ -212,3 +211,15 @@ def test_ctrl_c_in_the_guided_flow_keeps_what_was_answered(tmp_path):
     kept = yaml.safe_load((tmp_path / "proj-answers.yml").read_text())
     assert kept["project_name"] == "proj" and "graph_mode" in kept and "model_size" not in kept
     assert "no project written" in term.text
+
+
+def test_a_yes_no_question_with_one_allowed_answer_is_stated_not_asked():
+    """An image model cannot take speculative decoding: the flow states `no` with the rule's
+    reason instead of asking; a language model is asked."""
+    from tmd.flow import _only_allowed
+    from tmd.questions import BY_KEY
+
+    question = BY_KEY["speculative"]
+    value, reason = _only_allowed(question, resolve({"modality": "image"}, validate=False))
+    assert value is False and "keep speculative=false" in reason
+    assert _only_allowed(question, resolve({"modality": "text"}, validate=False)) is None

@@ -114,7 +114,7 @@ def run_project_readme(project: Path) -> list[str]:
 # rendered suites test what the commands compute (and the demo trains the text model for real);
 # this tests that a person can run them.
 WALKS = {
-    "text": {"modality": "text", "deployment": "export"},
+    "text": {"modality": "text", "deployment": "export", "speculative": "true"},
     "image-ssl": {"modality": "image", "unlabeled": "true"},
     "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true", "deployment": "onnx"},
     "tabular": {"modality": "tabular"},

@@ -174,6 +174,10 @@ def explain(answers: Answers) -> Plan:
         plan.notes.append(DISTILL_NOTE.format(**answers))
     if answers["quantization"] == "int8_dynamic":
         plan.notes.append(rules.INT8_DYNAMIC_NOTE)
+    if answers["speculative"]:
+        plan.notes.append(
+            SPECULATIVE_NOTE.format(draft_layers=max(1, answers["n_layers"] // 4), **answers)
+        )
     return plan
 
 
@@ -185,6 +189,13 @@ SMALL_TABLE_NOTE = (
 CONTEXT_PARALLEL_NOTE = (
     "seq_len={seq_len} is past 32768 tokens: the rule adds context parallel (ring attention "
     "over the sequence dimension), a CUDA-only path."
+)
+SPECULATIVE_NOTE = (
+    "Speculative decoding: a {draft_layers}-layer draft (configs/draft.toml, a quarter of "
+    "the model's {n_layers}) proposes 4 tokens per forward of the model, which verifies them "
+    "at once; greedy output is the model's own and sampled output follows its distribution. "
+    "Train or distil the draft before timing it: from its initial weights it agrees with the "
+    "model too rarely to pay."
 )
 DISTILL_NOTE = (
     "The latency target of {latency_ms} ms is under 10 ms: distil a larger trained model into "

@@ -1009,10 +1009,16 @@ def check_speculative(a: Answers) -> str | None:
             "speculative decoding drafts tokens for a model that generates them, and "
             f"modality={modality_of(a)} generates none: keep speculative=false"
         )
-    if a["speculative"]:
+    if a["speculative"] and a["attention"] in ("ssm", "sliding_window"):
+        cache = {
+            "ssm": "the SSM's recurrent state has folded every proposed token in",
+            "sliding_window": "the window's ring buffer overwrites keys that later positions "
+            "still read",
+        }[a["attention"]]
         return (
-            "speculative decoding (a draft model's tokens verified in one forward) is part of "
-            "the design space, but this template version does not render it yet: keep "
+            f"speculative decoding with attention={a['attention']}: a rejected draft token is "
+            f"rolled back by moving the position back in a cache indexed by position, and {cache}: "
+            "pick an attention variant with a full KV cache (gqa, mha, mqa, mla), or keep "
             "speculative=false"
         )
     return None
