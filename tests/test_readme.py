@@ -117,7 +117,7 @@ WALKS = {
     "text": {"modality": "text", "deployment": "export", "speculative": "true"},
     "image-ssl": {"modality": "image", "unlabeled": "true"},
     "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true", "deployment": "onnx"},
-    "tabular": {"modality": "tabular"},
+    "tabular": {"modality": "tabular", "latency_ms": "5"},
 }
 TINY = {
     "model": {

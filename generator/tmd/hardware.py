@@ -15,14 +15,15 @@ class Accelerator:
     memory_gb: float | None  # None: host memory, no fit check
     fp8: bool  # has fp8 tensor cores (Hopper and later)
     label: str
+    bandwidth_tb_s: float | None = None  # HBM bandwidth from the datasheets; None: a host
 
 
 ACCELERATORS: dict[str, Accelerator] = {
     "cpu": Accelerator("cpu", None, False, "CPU only (smoke runs, tests, tiny models)"),
-    "a100": Accelerator("a100", 80.0, False, "NVIDIA A100 80 GB (Ampere: bf16, no fp8)"),
-    "h100": Accelerator("h100", 80.0, True, "NVIDIA H100 80 GB (Hopper: bf16 and fp8)"),
-    "h200": Accelerator("h200", 141.0, True, "NVIDIA H200 141 GB (Hopper: bf16 and fp8)"),
-    "b200": Accelerator("b200", 192.0, True, "NVIDIA B200 192 GB (Blackwell: bf16 and fp8)"),
+    "a100": Accelerator("a100", 80.0, False, "NVIDIA A100 80 GB (Ampere: bf16, no fp8)", 2.039),
+    "h100": Accelerator("h100", 80.0, True, "NVIDIA H100 80 GB (Hopper: bf16 and fp8)", 3.35),
+    "h200": Accelerator("h200", 141.0, True, "NVIDIA H200 141 GB (Hopper: bf16 and fp8)", 4.8),
+    "b200": Accelerator("b200", 192.0, True, "NVIDIA B200 192 GB (Blackwell: bf16 and fp8)", 8.0),
 }
 
 FP8_ACCELERATORS = tuple(name for name, acc in ACCELERATORS.items() if acc.fp8)

@@ -171,7 +171,7 @@ def explain(answers: Answers) -> Plan:
     if answers["context_parallel"]:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:
-        plan.notes.append(DISTILL_NOTE.format(**answers))
+        plan.notes.append(DISTILL_NOTE.format(**answers) + rules.weight_read_sentence(answers))
     if answers["quantization"] == "int8_dynamic":
         plan.notes.append(rules.INT8_DYNAMIC_NOTE)
     if answers["speculative"]:
@@ -199,7 +199,8 @@ SPECULATIVE_NOTE = (
 )
 DISTILL_NOTE = (
     "The latency target of {latency_ms} ms is under 10 ms: distil a larger trained model into "
-    "this one rather than training it small from scratch."
+    "this one rather than training it small from scratch (`distill`, from the teacher of "
+    "configs/teacher.toml)."
 )
 
 

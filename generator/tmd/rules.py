@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .flops import matmul_params
 from .hardware import ACCELERATORS, FP8_ACCELERATORS, USABLE_MEMORY_FRACTION
 from .memory import MemoryEstimate, block_bytes, estimate_train_memory
-from .presets import PRESETS, ModelShape, count_params
+from .presets import PRESETS, ModelShape, count_params, io_matmul_weights
 
 Answers = dict[str, Any]
 
@@ -1064,6 +1065,28 @@ def check_latency(a: Answers) -> str | None:
     if a["latency_ms"] < 0:
         return f"latency_ms must be 0 (no target) or a positive number, got {a['latency_ms']}"
     return None
+
+
+def weight_read_sentence(a: Answers) -> str:
+    """What sizes the student: one batch-1 forward (a decode step, one image) reads every
+    weight it uses once, so on a GPU the weights' bytes over the memory bandwidth bound its
+    latency from below. Empty on a CPU, which has no datasheet bandwidth."""
+    bandwidth = ACCELERATORS[a["accelerator"]].bandwidth_tb_s
+    if bandwidth is None:
+        return ""
+    shape = shape_of(a)
+    weights = matmul_params(shape) + io_matmul_weights(shape)
+    gb = weights * (4 if a["precision"] == "fp32" else 2) / 1e9
+    ms = gb / bandwidth
+    verdict = (
+        "within the target"
+        if ms <= a["latency_ms"]
+        else "over the target before any compute: pick a smaller model_size for the student"
+    )
+    return (
+        f" On {a['accelerator']}, a batch-1 step reads the {weights / 1e6:.0f}M weights it uses "
+        f"({gb:.3g} GB) in at least {ms:.3g} ms at {bandwidth} TB/s: {verdict}."
+    )
 
 
 def wants_distillation(a: Answers) -> bool:
