@@ -30,7 +30,7 @@ BAD = [
     (["parallelism=ddp"], "data parallel needs at least 2 GPUs"),
     # A choice this version does not render is refused first, offering only rendered ones.
     (["parallelism=fsdp2_tp"], "does not render it yet; choose one of: single, ddp, fsdp2"),
-    (["speculative=true"], "keep speculative=false"),
+    (["speculative=true", "attention=ssm"], "keep speculative=false"),
     (["precision=fp16", "loss_scaling=false"], "fp16 without loss scaling"),
     (["gpus_per_node=0"], "gpus_per_node must be at least 1"),
     (["model_size=large"], "exceeds the 72.0 GB usable on h100"),
