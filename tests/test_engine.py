@@ -292,6 +292,13 @@ def test_window_limits_the_attention_flops():
         ({"attention": "ssm", "deployment": "onnx"}, "unrolls at the traced length"),
         ({"attention": "ssm", "deployment": "export"}, "keeps a fixed-size recurrent state"),
         ({"attention": "sliding_window", "deployment": "export"}, "ring-buffer cache"),
+        ({"attention": "ssm", "deployment": "server"}, "keeps a fixed-size recurrent state"),
+        (
+            {"attention": "sliding_window", "deployment": "server"},
+            "one position per slot for the whole batch",
+        ),
+        ({"speculative": True, "deployment": "server"}, "verifies one token per request"),
+        ({"modality": "image", "deployment": "server"}, "deployment=server with modality=image"),
         (
             {"deployment": "onnx", "quantization": "int8_weight_only"},
             "quantize the ONNX graph in onnxruntime",

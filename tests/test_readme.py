@@ -13,6 +13,8 @@ import os
 import random
 import re
 import shlex
+import signal
+import socket
 import subprocess
 import sys
 import tomllib
@@ -92,18 +94,41 @@ def test_the_demo_trains_generates_and_leaves_a_project_that_updates(tmp_path):
 NOT_RUN_HERE = {"pip", "pytest", "sbatch", "docker", "kubectl", "copier", "torchrun"}
 
 
-def run_project_readme(project: Path) -> list[str]:
-    """Run every python command of a rendered project's README, in order."""
+def run_project_readme(project: Path, port: int = 8000) -> list[str]:
+    """Run every python command of a rendered project's README, in order. A command ending
+    in ``&`` (the server) runs in the background until the README's ``kill %1``; its ``curl``
+    commands go to ``port``, where the walk's config puts it."""
     commands = [c for block in bash_blocks((project / "README.md").read_text()) for c in block]
-    ran = []
+    ran, background = [], None
+    env = {**os.environ, "PYTHONPATH": str(project / "src")}
     for command in commands:
         argv = shlex.split(command)
         if argv[0] in NOT_RUN_HERE or argv[:3] == ["python", "-m", "venv"]:
             continue
-        assert argv[0] == "python", command
-        result = run([sys.executable, *argv[1:]], project, PYTHONPATH=str(project / "src"))
-        assert result.returncode == 0, (command, result.stderr[-3000:])
+        if argv[-1] == "&":
+            assert background is None and argv[0] == "python", command
+            argv = [sys.executable, *argv[1:-1]]
+            background = subprocess.Popen(argv, cwd=project, env=env, stderr=subprocess.PIPE, text=True)
+            started = ""
+            while "Uvicorn running on" not in started:
+                line = background.stderr.readline()
+                assert line, (command, started[-3000:])
+                started += line
+        elif argv[0] == "curl":
+            argv = [a.replace("localhost:8000", f"127.0.0.1:{port}") for a in argv]
+            result = run(argv, project, timeout=120)
+            assert result.returncode == 0 and result.stdout, (command, result.stderr)
+        elif argv[:2] == ["kill", "%1"]:
+            background.terminate()  # SIGTERM, as kill sends
+            assert background.wait(timeout=120) == -signal.SIGTERM, command
+            assert "Application shutdown complete" in background.stderr.read(), command
+            background = None
+        else:
+            assert argv[0] == "python", command
+            result = run([sys.executable, *argv[1:]], project, PYTHONPATH=str(project / "src"))
+            assert result.returncode == 0, (command, result.stderr[-3000:])
         ran.append(command)
+    assert background is None, "the README leaves its server running"
     assert any(" train" in c for c in ran) and any(" profile" in c for c in ran), ran
     assert (project / "reports" / "profile.md").is_file()
     return ran

@@ -670,7 +670,7 @@ QUESTIONS: tuple[Question, ...] = (
         "server with a KV cache and continuous batching, torch.export + AOTInductor, or ONNX.",
         choices=(
             _c("research", "research (generate / eval from checkpoints)"),
-            _c("server", "HTTP server (KV cache, continuous batching)", offered=False),
+            _c("server", "HTTP server (KV cache, continuous batching)"),
             _c("export", "torch.export + AOTInductor package"),
             _c("onnx", "ONNX (onnxruntime)"),
         ),

@@ -97,7 +97,10 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
     "deployment": {
         "research": "Checkpoints plus `generate` and `eval` commands; decoding runs on a cache "
         "of static shape (keys and values, or the SSM's state).",
-        "server": "An HTTP server with a KV cache and continuous batching.",
+        "server": "`serve`: OpenAI-style completion routes on FastAPI and uvicorn over a "
+        "continuous-batching engine; each request holds a row of the static KV cache and "
+        "decodes at its own position, joining and leaving the batch at every step; "
+        "Prometheus metrics, limits, and a drain on SIGTERM.",
         "export": "torch.export + AOTInductor: a compiled package that runs without Python "
         "model code.",
         "onnx": "ONNX export for runtimes outside PyTorch.",

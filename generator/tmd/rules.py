@@ -984,8 +984,8 @@ KV_CACHE_DEPLOYMENTS = ("server", "export")
 def check_deployment(a: Answers) -> str | None:
     if a["attention"] == "ssm" and a["deployment"] in KV_CACHE_DEPLOYMENTS:
         return (
-            f"deployment={a['deployment']} serves through an attention KV cache (paged, batched), "
-            "and the SSM mixer keeps a fixed-size recurrent state instead: pick deployment="
+            f"deployment={a['deployment']} serves through an attention KV cache indexed by "
+            "position, and the SSM mixer keeps a fixed-size recurrent state instead: pick deployment="
             "research, or an attention variant"
         )
     if a["attention"] == "ssm" and a["deployment"] == "onnx":
@@ -993,6 +993,19 @@ def check_deployment(a: Answers) -> str | None:
             "deployment=onnx with attention=ssm: the SSM's scan is a Python loop over chunks of "
             "the sequence, which the exporter unrolls at the traced length, so the graph would "
             "take that length alone: pick deployment=research, or an attention variant"
+        )
+    if a["deployment"] == "server" and modality_of(a) not in AUTOREGRESSIVE:
+        return (
+            f"deployment=server with modality={modality_of(a)}: the server's prediction route "
+            "for models that generate nothing is not rendered yet; pick deployment=export or "
+            "onnx to serve it from a runtime of your own, or research"
+        )
+    if a["attention"] == "sliding_window" and a["deployment"] == "server":
+        return (
+            "deployment=server with attention=sliding_window: the server decodes requests at "
+            "different positions in one step, and the window's ring buffer records one "
+            "position per slot for the whole batch: pick attention=gqa (or mha, mqa, mla), or "
+            "deployment=research"
         )
     if a["attention"] == "sliding_window" and a["deployment"] == "export":
         return (
@@ -1009,6 +1022,13 @@ def check_speculative(a: Answers) -> str | None:
         return (
             "speculative decoding drafts tokens for a model that generates them, and "
             f"modality={modality_of(a)} generates none: keep speculative=false"
+        )
+    if a["speculative"] and a["deployment"] == "server":
+        return (
+            "speculative=true with deployment=server: the server's continuous batch verifies "
+            "one token per request per step, and speculative rounds inside it are not "
+            "rendered yet; keep speculative=false (generate still takes a draft with "
+            "deployment=research)"
         )
     if a["speculative"] and a["attention"] in ("ssm", "sliding_window"):
         cache = {

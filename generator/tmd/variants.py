@@ -57,8 +57,7 @@ def factors() -> dict[str, tuple[Any, ...]]:
             out[q.key] = (False, True)
         elif q.choices:
             out[q.key] = tuple(q.offered_values())
-    # A value no answer set can take (speculative=true needs a serving deployment, which this
-    # version does not render) is left to the negative tests.
+    # A value no answer set can take is left to the negative tests.
     return {k: tuple(v for v in vs if offered({k: v})) for k, vs in out.items()}
 
 

@@ -1,0 +1,1 @@
+"""Serving: the continuous-batching engine (``engine.py``) behind an HTTP server (``app.py``)."""
