@@ -298,7 +298,6 @@ def test_window_limits_the_attention_flops():
             "one position per slot for the whole batch",
         ),
         ({"speculative": True, "deployment": "server"}, "verifies one token per request"),
-        ({"modality": "image", "deployment": "server"}, "deployment=server with modality=image"),
         (
             {"deployment": "onnx", "quantization": "int8_weight_only"},
             "quantize the ONNX graph in onnxruntime",

@@ -978,11 +978,11 @@ def fit_way_out(a: Answers) -> str:
 # --------------------------------------------------------------------------- inference
 
 
-KV_CACHE_DEPLOYMENTS = ("server", "export")
-
-
 def check_deployment(a: Answers) -> str | None:
-    if a["attention"] == "ssm" and a["deployment"] in KV_CACHE_DEPLOYMENTS:
+    cached = a["deployment"] == "export" or (
+        a["deployment"] == "server" and modality_of(a) in AUTOREGRESSIVE
+    )
+    if a["attention"] == "ssm" and cached:
         return (
             f"deployment={a['deployment']} serves through an attention KV cache indexed by "
             "position, and the SSM mixer keeps a fixed-size recurrent state instead: pick deployment="
@@ -994,13 +994,7 @@ def check_deployment(a: Answers) -> str | None:
             "the sequence, which the exporter unrolls at the traced length, so the graph would "
             "take that length alone: pick deployment=research, or an attention variant"
         )
-    if a["deployment"] == "server" and modality_of(a) not in AUTOREGRESSIVE:
-        return (
-            f"deployment=server with modality={modality_of(a)}: the server's prediction route "
-            "for models that generate nothing is not rendered yet; pick deployment=export or "
-            "onnx to serve it from a runtime of your own, or research"
-        )
-    if a["attention"] == "sliding_window" and a["deployment"] == "server":
+    if a["attention"] == "sliding_window" and cached and a["deployment"] == "server":
         return (
             "deployment=server with attention=sliding_window: the server decodes requests at "
             "different positions in one step, and the window's ring buffer records one "
