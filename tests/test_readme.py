@@ -108,7 +108,9 @@ def run_project_readme(project: Path, port: int = 8000) -> list[str]:
         if argv[-1] == "&":
             assert background is None and argv[0] == "python", command
             argv = [sys.executable, *argv[1:-1]]
-            background = subprocess.Popen(argv, cwd=project, env=env, stderr=subprocess.PIPE, text=True)
+            background = subprocess.Popen(
+                argv, cwd=project, env=env, stderr=subprocess.PIPE, text=True
+            )
             started = ""
             while "Uvicorn running on" not in started:
                 line = background.stderr.readline()
@@ -139,10 +141,10 @@ def run_project_readme(project: Path, port: int = 8000) -> list[str]:
 # rendered suites test what the commands compute (and the demo trains the text model for real);
 # this tests that a person can run them.
 WALKS = {
-    "text": {"modality": "text", "deployment": "export", "speculative": "true"},
-    "image-ssl": {"modality": "image", "unlabeled": "true"},
+    "text": {"modality": "text", "deployment": "server"},
+    "image-ssl": {"modality": "image", "unlabeled": "true", "deployment": "export"},
     "timeseries-ssl": {"modality": "timeseries", "unlabeled": "true", "deployment": "onnx"},
-    "tabular": {"modality": "tabular", "latency_ms": "5"},
+    "tabular": {"modality": "tabular", "latency_ms": "5", "deployment": "server"},
 }
 TINY = {
     "model": {
@@ -191,6 +193,12 @@ def shrink(config: Path, values: dict[str, dict[str, object]]) -> None:
             assert set_now.get(section, {}).get(key, value) == value, (section, key)
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def write_readme_data(project: Path) -> None:
     """The datasets the README's "your own data" commands name, in the layouts it describes."""
     rng = random.Random(0)
@@ -230,19 +238,24 @@ def test_each_modalitys_readme_runs_command_by_command(tmp_path, walk):
     data = [arg for key, value in WALKS[walk].items() for arg in ("--data", f"{key}={value}")]
     result = tmd("new", str(project), "--defaults", "--template", str(tpl), "-q", *data)
     assert result.returncode == 0, result.stderr
-    shrink(project / "configs" / "default.toml", TINY)
+    port = free_port()
+    shrink(project / "configs" / "default.toml", {**TINY, "serve": {"port": port}})
     git(project, "commit", "-qam", "a tiny configuration for the walk")
     write_readme_data(project)
-    ran = run_project_readme(project)
+    ran = run_project_readme(project, port)
     if walk != "text":  # train and eval on "your own" data (text: its own tokenizer)
         assert sum("data.path=data/" in c for c in ran) == 2, ran
     else:
         assert any(" quantize" in c for c in ran) and any("--bench" in c for c in ran), ran
     if WALKS[walk].get("unlabeled"):
         assert any(" pretrain" in c for c in ran) and any(" finetune" in c for c in ran), ran
-    if WALKS[walk].get("deployment", "research") != "research":
+    if WALKS[walk].get("deployment") in ("export", "onnx"):
         assert any(c.endswith(" export") for c in ran), ran
         assert any(c.startswith("python deploy/run_") for c in ran), ran
+    if WALKS[walk].get("deployment") == "server":
+        assert any(shlex.split(c)[-2:] == ["serve", "&"] for c in ran), ran
+        assert ran.count("kill %1") == 1, ran
+        assert any(c.startswith("curl") and "/metrics" in c for c in ran), ran
     assert git(project, "status", "--porcelain") == ""
 
 
