@@ -297,7 +297,6 @@ def test_window_limits_the_attention_flops():
             {"attention": "sliding_window", "deployment": "server"},
             "one position per slot for the whole batch",
         ),
-        ({"speculative": True, "deployment": "server"}, "verifies one token per request"),
         (
             {"deployment": "onnx", "quantization": "int8_weight_only"},
             "quantize the ONNX graph in onnxruntime",

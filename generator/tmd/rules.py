@@ -1017,13 +1017,6 @@ def check_speculative(a: Answers) -> str | None:
             "speculative decoding drafts tokens for a model that generates them, and "
             f"modality={modality_of(a)} generates none: keep speculative=false"
         )
-    if a["speculative"] and a["deployment"] == "server":
-        return (
-            "speculative=true with deployment=server: the server's continuous batch verifies "
-            "one token per request per step, and speculative rounds inside it are not "
-            "rendered yet; keep speculative=false (generate still takes a draft with "
-            "deployment=research)"
-        )
     if a["speculative"] and a["attention"] in ("ssm", "sliding_window"):
         cache = {
             "ssm": "the SSM's recurrent state has folded every proposed token in",
