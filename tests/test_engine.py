@@ -269,6 +269,16 @@ def test_window_limits_the_attention_flops():
     assert attention_flops_per_token(_shape(attention="ssm", position="none"), 4096) == 0
 
 
+@pytest.mark.parametrize("attention", ["gqa", "mla", "sliding_window", "alibi_gqa"])
+def test_every_attention_with_a_kv_cache_is_served(attention):
+    """The server's decode step holds each row at its own position in every KV cache: the
+    full one, MLA's latent one and the window's ring buffer."""
+    given = {"attention": attention, "deployment": "server", "accelerator": "cpu"}
+    if attention == "alibi_gqa":
+        given |= {"attention": "gqa", "position": "alibi"}
+    assert resolve(given)["deployment"] == "server"
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
@@ -293,10 +303,6 @@ def test_window_limits_the_attention_flops():
         ({"attention": "ssm", "deployment": "export"}, "keeps a fixed-size recurrent state"),
         ({"attention": "sliding_window", "deployment": "export"}, "ring-buffer cache"),
         ({"attention": "ssm", "deployment": "server"}, "keeps a fixed-size recurrent state"),
-        (
-            {"attention": "sliding_window", "deployment": "server"},
-            "one position per slot for the whole batch",
-        ),
         (
             {"deployment": "onnx", "quantization": "int8_weight_only"},
             "quantize the ONNX graph in onnxruntime",

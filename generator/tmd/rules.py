@@ -994,13 +994,6 @@ def check_deployment(a: Answers) -> str | None:
             "the sequence, which the exporter unrolls at the traced length, so the graph would "
             "take that length alone: pick deployment=research, or an attention variant"
         )
-    if a["attention"] == "sliding_window" and cached and a["deployment"] == "server":
-        return (
-            "deployment=server with attention=sliding_window: the server decodes requests at "
-            "different positions in one step, and the window's ring buffer records one "
-            "position per slot for the whole batch: pick attention=gqa (or mha, mqa, mla), or "
-            "deployment=research"
-        )
     if a["attention"] == "sliding_window" and a["deployment"] == "export":
         return (
             "deployment=export with attention=sliding_window: the package is one graph for "
