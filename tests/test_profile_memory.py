@@ -40,6 +40,10 @@ QUICK = [
     "profile.active=2",
 ]
 
+# The SSM's scan at the preset's 8 × 256 tokens made this its slowest check by far; half the
+# batch at half the length records the same kernels per step, and its ratio stays near 1.4.
+SMALLER = {"ssm": ["train.batch_size=4", "train.seq_len=128"]}
+
 
 @pytest.mark.variant
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
@@ -55,8 +59,9 @@ def test_profile_memory_is_bounded_by_training_memory(tmp_path, arch):
         quiet=True,
     )
     command = [sys.executable, "-m", "p"]
-    bench = peak_rss_of([*command, "bench", *QUICK], project)
-    profile = peak_rss_of([*command, "profile", *QUICK], project)
+    overrides = [*QUICK, *SMALLER.get(arch, [])]
+    bench = peak_rss_of([*command, "bench", *overrides], project)
+    profile = peak_rss_of([*command, "profile", *overrides], project)
     assert (project / "reports" / "profile.md").is_file()
     assert profile <= CEILING * bench, (arch, profile / 1e9, bench / 1e9)
 
