@@ -279,6 +279,21 @@ def test_every_attention_with_a_kv_cache_is_served(attention):
     assert resolve(given)["deployment"] == "server"
 
 
+@pytest.mark.parametrize("modality", ["image", "timeseries", "tabular"])
+@pytest.mark.parametrize("deployment", ["research", "server", "export"])
+def test_every_modality_is_quantized_where_it_is_loaded(modality, deployment):
+    """Quantization applies where a model is loaded for inference, whatever the modality; the
+    plan says which int8 method fits a batching server."""
+    given = {"modality": modality, "deployment": deployment, "accelerator": "cpu"}
+    for method in ("int8_weight_only", "int8_dynamic"):
+        answers = resolve(given | {"quantization": method})
+        assert answers["quantization"] == method
+        notes = explain(answers).notes
+        batched = method == "int8_weight_only" and deployment == "server"
+        assert (rules.INT8_WEIGHT_ONLY_BATCHED_NOTE in notes) == batched
+        assert rules.INT8_DYNAMIC_NOTE not in notes
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
@@ -308,10 +323,6 @@ def test_every_attention_with_a_kv_cache_is_served(attention):
             "quantize the ONNX graph in onnxruntime",
         ),
         ({"quantization": "int4_weight_only"}, "int4 weight-only runs on torchao's CUDA"),
-        (
-            {"modality": "tabular", "quantization": "int8_dynamic"},
-            "quantization=int8_dynamic with modality=tabular",
-        ),
     ],
 )
 def test_architecture_rules_refuse(given, message):

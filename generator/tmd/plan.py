@@ -172,8 +172,11 @@ def explain(answers: Answers) -> Plan:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
     if answers["distill"]:
         plan.notes.append(DISTILL_NOTE.format(**answers) + rules.weight_read_sentence(answers))
-    if answers["quantization"] == "int8_dynamic":
+    if answers["quantization"] == "int8_dynamic" and rules.generates(answers):
         plan.notes.append(rules.INT8_DYNAMIC_NOTE)
+    batched = answers["deployment"] == "server" and not rules.generates(answers)
+    if answers["quantization"] == "int8_weight_only" and batched:
+        plan.notes.append(rules.INT8_WEIGHT_ONLY_BATCHED_NOTE)
     if answers["speculative"]:
         plan.notes.append(
             SPECULATIVE_NOTE.format(draft_layers=max(1, answers["n_layers"] // 4), **answers)

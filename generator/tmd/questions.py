@@ -681,10 +681,11 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "quantization",
         "str",
-        "Inference quantization through torchao, applied when `generate` loads the model: "
-        "int8 weight-only suits batch-1 decode, which reads every weight per token; int8 "
-        "dynamic quantizes activations too, which pays at large batches; int4 weight-only "
-        "gives the most tokens/s on CUDA; fp8 needs Hopper or later.",
+        "Inference quantization through torchao, applied as the model is loaded for "
+        "inference (generate, serve, export): int8 weight-only suits forwards of few rows, "
+        "such as batch-1 decode, which read every weight once; int8 dynamic quantizes "
+        "activations too, which pays at many rows per forward, such as a served batch; int4 "
+        "weight-only gives the most tokens/s on CUDA; fp8 needs Hopper or later.",
         choices=(
             _c("none", "none"),
             _c("int8_weight_only", "int8 weight-only"),
@@ -694,7 +695,6 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default="none",
         validator=rules.check_quantization,
-        when=rules.generates,
         decision="Quantization",
     ),
     Question(

@@ -106,15 +106,17 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "onnx": "ONNX export for runtimes outside PyTorch.",
     },
     "quantization": {
-        "none": "Generation runs in the training precision.",
-        "int8_weight_only": "torchao int8 weight-only, applied when `generate` loads the "
-        "model: a quarter of fp32's weight bytes, which batch-1 decode reads once per token.",
+        "none": "Inference runs in the training precision.",
+        "int8_weight_only": "torchao int8 weight-only, applied as the model is loaded for "
+        "inference: a quarter of fp32's weight bytes, which a forward of few rows (batch-1 "
+        "decode, one example) reads once each.",
         "int8_dynamic": "torchao int8 weights and dynamically quantized int8 activations, "
-        "applied when `generate` loads the model: int8 matmuls, which pay at large batches.",
-        "int4_weight_only": "torchao int4 weight-only in groups of 128, applied when "
-        "`generate` loads the model: an eighth of fp32's weight bytes, on CUDA's int4 kernels.",
-        "fp8": "torchao fp8 weights and dynamic fp8 activations, applied when `generate` loads "
-        "the model: fp8 tensor-core matmuls (Hopper or later).",
+        "applied as the model is loaded for inference: int8 matmuls, which pay at many rows "
+        "per forward (a served batch, many sequences per step).",
+        "int4_weight_only": "torchao int4 weight-only in groups of 128, applied as the model "
+        "is loaded for inference: an eighth of fp32's weight bytes, on CUDA's int4 kernels.",
+        "fp8": "torchao fp8 weights and dynamic fp8 activations, applied as the model is "
+        "loaded for inference: fp8 tensor-core matmuls (Hopper or later).",
     },
 }
 

@@ -1027,12 +1027,6 @@ def check_speculative(a: Answers) -> str | None:
 
 def check_quantization(a: Answers) -> str | None:
     q = a["quantization"]
-    if q != "none" and not generates(a):
-        return (
-            f"quantization={q} with modality={modality_of(a)}: this template quantizes "
-            "language models, whose decode reads every weight once per token; quantizing a "
-            "model that generates nothing is not rendered yet: keep quantization=none"
-        )
     if q != "none" and a["deployment"] == "onnx":
         return (
             f"quantization={q} with deployment=onnx: torchao's quantized weights are tensor "
@@ -1058,6 +1052,12 @@ INT8_DYNAMIC_NOTE = (
     "decode is compute-bound (many sequences per step); `generate` runs one sequence by "
     "default, where decode is bound by reading the weights and int8_weight_only is the better "
     "fit at less error."
+)
+INT8_WEIGHT_ONLY_BATCHED_NOTE = (
+    "quantization=int8_weight_only keeps activations in floating point and dequantizes each "
+    "weight in its matmul, which pays where a forward of few rows is bound by reading the "
+    "weights; `serve` runs up to serve.max_batch requests per forward, where the matmuls are "
+    "compute-bound and int8_dynamic, which runs them in int8, is the better fit."
 )
 
 

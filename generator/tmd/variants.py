@@ -33,11 +33,12 @@ FIXED: Answers = {"project_name": "variant"}
 ENABLING: tuple[Answers, ...] = ({"gpus_per_node": 2}, {"streaming": True}, {"modality": "image"})
 # Answers that change only what their own files do, paired with the answers those files read
 # and no others (a pair with the launcher or the tracker tests nothing the array does not).
-# `quantization` sets the default method of `inference/quantize.py`, which every text project
+# `quantization` sets the default method of `inference/quantize.py`, which every project
 # renders and whose tests run every method a CPU can: what the answer adds is that method as
-# `generate`'s default, on its accelerator, in its precision, through its mixer's Linears.
+# the default of what loads the model for inference, on its accelerator, in its precision,
+# through its modality's model and its deployment's loader.
 PAIRED_ONLY_WITH: dict[str, tuple[str, ...]] = {
-    "quantization": ("accelerator", "precision"),
+    "quantization": ("accelerator", "precision", "modality", "deployment"),
 }
 # Asked only for fp16, and then only `true` is valid: the negative tests cover `false`.
 # more_capacity only moves ffn's default, and every row sets ffn itself.

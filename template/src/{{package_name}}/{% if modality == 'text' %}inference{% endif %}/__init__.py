@@ -1,1 +1,0 @@
-"""Inference: loading a checkpoint for generation, prefill and decode with a static cache."""
