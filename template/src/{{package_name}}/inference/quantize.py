@@ -126,10 +126,11 @@ def saved_quantized(cfg: Config) -> dict | None:
     return saved
 
 
-def load_for_inference(cfg: Config) -> tuple[nn.Module, torch.device]:
+def load_for_inference(cfg: Config, precision: str | None = None) -> tuple[nn.Module, torch.device]:
     """The latest checkpoint's model (or a random one, with a warning) in eval mode on the
-    device, in the precision it trained in, quantized as ``quantize.method`` says: from the
-    saved quantized weights when they are of the latest checkpoint."""
+    device, in ``precision`` (default: the one it trained in), quantized as
+    ``quantize.method`` says: from the saved quantized weights when they are of the latest
+    checkpoint."""
     device = select_device(cfg.train.device)
     model = init_model(cfg)
     method = cfg.quantize.method
@@ -143,7 +144,7 @@ def load_for_inference(cfg: Config) -> tuple[nn.Module, torch.device]:
         log.warning(
             "no checkpoint in %s/: running randomly initialised weights", cfg.checkpoint.dir
         )
-    for_inference(model, device, cfg.train.precision)
+    for_inference(model, device, precision or cfg.train.precision)
     if method != "none":
         quantize(model, method, device)
     if saved:
