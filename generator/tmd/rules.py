@@ -1056,8 +1056,8 @@ INT8_DYNAMIC_NOTE = (
 INT8_WEIGHT_ONLY_BATCHED_NOTE = (
     "quantization=int8_weight_only keeps activations in floating point and dequantizes each "
     "weight in its matmul, which pays where a forward of few rows is bound by reading the "
-    "weights; `serve` runs up to serve.max_batch requests per forward, where the matmuls are "
-    "compute-bound and int8_dynamic, which runs them in int8, is the better fit."
+    "weights; `serve` runs up to serve.max_batch requests per forward, where a GPU's matmuls "
+    "are compute-bound and int8_dynamic, which runs them in int8, is the better fit."
 )
 
 
