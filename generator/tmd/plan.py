@@ -174,10 +174,7 @@ def explain(answers: Answers) -> Plan:
         plan.notes.append(DISTILL_NOTE.format(**answers) + rules.weight_read_sentence(answers))
     if answers["quantization"] == "int8_dynamic" and rules.generates(answers):
         plan.notes.append(rules.INT8_DYNAMIC_NOTE)
-    # On a GPU: a CPU's eager int8 activations are quantized op by op, slower than fp32.
-    batched = answers["deployment"] == "server" and not rules.generates(answers)
-    batched = batched and answers["accelerator"] != "cpu"
-    if answers["quantization"] == "int8_weight_only" and batched:
+    if rules.batched_on_a_gpu(answers) and answers["quantization"] == "int8_weight_only":
         plan.notes.append(rules.INT8_WEIGHT_ONLY_BATCHED_NOTE)
     if answers["speculative"]:
         plan.notes.append(

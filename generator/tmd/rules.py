@@ -1053,6 +1053,14 @@ INT8_DYNAMIC_NOTE = (
     "default, where decode is bound by reading the weights and int8_weight_only is the better "
     "fit at less error."
 )
+
+
+def batched_on_a_gpu(a: Answers) -> bool:
+    """A predictor served in batches on a GPU, where int8 activations pay. (On a CPU, eager
+    int8 activations are quantized op by op: an image server measured slower than fp32.)"""
+    return a["deployment"] == "server" and not generates(a) and a["accelerator"] != "cpu"
+
+
 INT8_WEIGHT_ONLY_BATCHED_NOTE = (
     "quantization=int8_weight_only keeps activations in floating point and dequantizes each "
     "weight in its matmul, which pays where a forward of few rows is bound by reading the "

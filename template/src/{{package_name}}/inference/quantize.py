@@ -33,7 +33,7 @@ from ..config import Config, ConfigError
 from ..device import select_device
 from ..training.checkpoint import checkpoints, load_model_weights, step_of
 from ..training.precision import for_inference
-from ..training.train import evaluate_checkpoint, evaluate_model, init_model
+from ..training.train import evaluate_checkpoint, init_model
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,8 @@ def write_quantized(cfg: Config) -> dict:
     model, _ = load_for_inference(cfg)
     step = step_of(found[-1])
     path = save_quantized(model, cfg, step)
-    quantized = evaluate_model(cfg, model)
-    unquantized = evaluate_checkpoint(cfg)
+    measured = evaluate_checkpoint(cfg, beside={method: model})
+    quantized = measured[method]
     log.info("quantized (%s): %s", method, ", ".join(f"{k} {v:.4g}" for k, v in quantized.items()))
-    scores = {"none": {k: unquantized[k] for k in quantized}, method: quantized}
+    scores = {"none": {k: measured[k] for k in quantized}, method: quantized}
     return {"quantized": str(path), "step": step, "method": method, "val": scores}
