@@ -29,7 +29,10 @@ BAD = [
     (["precision=fp8", "accelerator=cpu"], "fp8 needs fp8 tensor cores, which cpu lacks"),
     (["parallelism=ddp"], "data parallel needs at least 2 GPUs"),
     # A choice this version does not render is refused first, offering only rendered ones.
-    (["parallelism=fsdp2_tp"], "does not render it yet; choose one of: single, ddp, fsdp2"),
+    (
+        ["parallelism=fsdp2_tp_pp"],
+        "does not render it yet; choose one of: single, ddp, fsdp2, fsdp2_tp",
+    ),
     (["speculative=true", "attention=ssm"], "keep speculative=false"),
     (["precision=fp16", "loss_scaling=false"], "fp16 without loss scaling"),
     (["gpus_per_node=0"], "gpus_per_node must be at least 1"),

@@ -663,3 +663,62 @@ def test_masked_pretraining_needs_positions_unless_a_scan_orders_the_patches():
     resolve({"modality": "image", "position": "none"})  # supervised: a set of patches is fine
     ssm = {"attention": "ssm", "streaming": True, "position": "none"}
     assert resolve({"modality": "timeseries", "objective": "ssl", **ssm})["objective"] == "ssl"
+
+
+TP_READY = {"model_size": "large", "gpus_per_node": 8, "parallelism": "fsdp2_tp"}
+
+
+def test_tensor_parallel_renders_for_the_language_model_on_nvlink():
+    a = resolve(TP_READY)
+    assert (a["tp"], a["dp_shard"], a["dp_replicate"], a["dp_degree"]) == (8, -1, 1, 1)
+    assert rules.check_parallelism(a) is None
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"accelerator": "cpu"}, "accelerator=cpu, which has no NVLink"),
+        ({"modality": "image"}, "modality=image: tensor parallel is rendered for the language"),
+        ({"attention": "mla"}, "attention=mla: no plan is rendered"),
+        ({"attention": "ssm"}, "attention=ssm: the selective scan has no heads"),
+        ({"ffn": "moe"}, "ffn=moe: no plan is rendered for the experts"),
+        ({"attention": "mqa"}, "no tensor-parallel degree from 2 to 8 divides"),
+    ],
+)
+def test_tensor_parallel_is_refused_where_it_does_not_apply(answers, message):
+    a = resolve({**TP_READY, "parallelism": "fsdp2"}) | answers | {"parallelism": "fsdp2_tp"}
+    if "attention" in answers and answers["attention"] == "mqa":
+        a["n_kv_heads"] = 1
+    refusal = rules.check_parallelism(a)
+    assert refusal is not None and message in refusal
+    assert "pick fsdp2" in refusal
+
+
+def test_the_mesh_replicates_across_nodes_and_shards_within_one():
+    ddp = resolve({"model_size": "medium", "gpus_per_node": 8})
+    assert ddp["parallelism"] == "ddp" and rules.mesh(ddp) == (-1, 1, 1)
+    one_node = resolve({"model_size": "large", "gpus_per_node": 8})
+    assert rules.mesh(one_node) == (1, -1, 1)
+    two_nodes = resolve({"model_size": "large", "gpus_per_node": 8, "nodes": 2})
+    assert two_nodes["parallelism"] == "fsdp2" and rules.mesh(two_nodes) == (2, -1, 1)
+    # HSDP: the state is split over one node's GPUs, not over all 16.
+    assert rules.degrees(two_nodes, "fsdp2")[0] == 8
+    full = rules.memory_for(one_node, "fsdp2", "none").state_bytes
+    assert rules.memory_for(two_nodes, "fsdp2", "none").state_bytes == pytest.approx(full)
+
+
+def test_tensor_parallel_groups_share_a_batch():
+    """Each TP group reads one micro-batch: the data-parallel degree is the world over tp,
+    and accumulation makes up the tokens per step from it."""
+    a = resolve(TP_READY | {"nodes": 2})
+    assert a["dp_degree"] == a["world_size"] // a["tp"] == 2
+    tokens = a["batch_size"] * a["seq_len"] * a["dp_degree"] * a["grad_accum_steps"]
+    assert tokens >= a["tokens_per_step"] > tokens - a["batch_size"] * a["seq_len"] * 2
+
+
+def test_a_state_too_large_for_one_node_is_sharded_over_every_node():
+    """HSDP only where a node's GPUs hold the sharded state: 70B on 8 nodes of 8 shards
+    over all 64 ranks (17.6 GB each), where one node's 8 would hold 141 GB each."""
+    a = resolve({"model_size": "xl", "gpus_per_node": 8, "nodes": 8})
+    assert a["parallelism"].startswith("fsdp2_tp") and rules.mesh(a)[0] == 1
+    assert rules.degrees(a, a["parallelism"])[0] == 64

@@ -16,10 +16,13 @@ class Accelerator:
     fp8: bool  # has fp8 tensor cores (Hopper and later)
     label: str
     bandwidth_tb_s: float | None = None  # HBM bandwidth from the datasheets; None: a host
+    # GPU-to-GPU links inside a node at NVLink speeds (SXM boards); over PCIe, tensor
+    # parallel's per-layer collectives cost more than the split saves.
+    nvlink: bool = True
 
 
 ACCELERATORS: dict[str, Accelerator] = {
-    "cpu": Accelerator("cpu", None, False, "CPU only (smoke runs, tests, tiny models)"),
+    "cpu": Accelerator("cpu", None, False, "CPU only (smoke runs, tests, tiny models)", nvlink=False),
     "a100": Accelerator("a100", 80.0, False, "NVIDIA A100 80 GB (Ampere: bf16, no fp8)", 2.039),
     "h100": Accelerator("h100", 80.0, True, "NVIDIA H100 80 GB (Hopper: bf16 and fp8)", 3.35),
     "h200": Accelerator("h200", 141.0, True, "NVIDIA H200 141 GB (Hopper: bf16 and fp8)", 4.8),

@@ -296,11 +296,13 @@ def estimate_train_memory(
     per_token = activation_bytes_per_token(
         shape, activation_checkpointing, precision, seq_len, autocast=autocast, cpu=cpu
     )
-    activations = tokens * per_token + position_bytes(shape, precision, seq_len)
+    # Tensor parallel splits every layer's activations; each rank keeps the whole position
+    # tables.
+    activations = tokens * per_token / tp_degree + position_bytes(shape, precision, seq_len)
     return MemoryEstimate(
         params=params,
         state_bytes=params * STATE_BYTES_PER_PARAM / shard_degree,
-        activation_bytes=activations / tp_degree,
+        activation_bytes=activations,
         weight_copy_bytes=weight_copy_bytes(shape, precision, autocast=autocast) / tp_degree,
         logit_bytes=output_elements(shape, batch_size, tokens) * LOGIT_BYTES_PER_ENTRY / tp_degree,
         unsharded_bytes=unsharded_bytes(shape, precision) / tp_degree if fsdp else 0.0,

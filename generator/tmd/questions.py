@@ -582,16 +582,6 @@ QUESTIONS: tuple[Question, ...] = (
         "Tokens per optimizer step the starting config aims for (from the model_size preset).",
     ),
     Question(
-        "grad_accum_steps",
-        "int",
-        "Micro-batches accumulated per optimizer step: enough for tokens_per_step over "
-        "batch_size x seq_len x world_size.",
-        default=rules.grad_accum_steps,
-        **_at_least_one("grad_accum_steps"),
-        computed=True,
-        advanced=True,
-    ),
-    Question(
         "tp_degree",
         "int",
         "Tensor-parallel degree if TP is used: the largest power of two in a node that divides "
@@ -625,13 +615,57 @@ QUESTIONS: tuple[Question, ...] = (
             _c("single", "single device"),
             _c("ddp", "DDP (replicate, all-reduce gradients)"),
             _c("fsdp2", "FSDP2 (shard params, grads and optimizer state)"),
-            _c("fsdp2_tp", "FSDP2 + tensor parallel (2-D)", offered=False),
+            _c("fsdp2_tp", "FSDP2 + tensor parallel (2-D)"),
             _c("fsdp2_tp_pp", "FSDP2 + TP + pipeline parallel (3-D)", offered=False),
         ),
         default=rules.suggest_parallelism,
-        fallback={"fsdp2_tp": "fsdp2", "fsdp2_tp_pp": "fsdp2"},
+        fallback={"fsdp2_tp_pp": "fsdp2_tp"},
         validator=rules.check_parallelism,
         decision="Parallelism",
+    ),
+    Question(
+        "dp_replicate",
+        "int",
+        "The rendered [parallel] dp_replicate: copies of the model state (-1: every rank, DDP; "
+        "the number of nodes under FSDP2 on several, HSDP).",
+        default=lambda a: rules.mesh(a)[0],
+        computed=True,
+        derived_from=("parallelism", "nodes"),
+    ),
+    Question(
+        "dp_shard",
+        "int",
+        "The rendered [parallel] dp_shard: ranks the model state is sharded over (-1: what "
+        "dp_replicate and tp leave).",
+        default=lambda a: rules.mesh(a)[1],
+        computed=True,
+        derived_from=("parallelism",),
+    ),
+    Question(
+        "tp",
+        "int",
+        "The rendered [parallel] tp: tp_degree under fsdp2_tp, else 1.",
+        default=lambda a: rules.mesh(a)[2],
+        computed=True,
+        derived_from=("parallelism", "gpus_per_node", "n_heads", "n_kv_heads"),
+    ),
+    Question(
+        "dp_degree",
+        "int",
+        "Data-parallel ranks: each reads its own share of every batch.",
+        default=rules.dp_degree,
+        computed=True,
+        derived_from=("gpus_per_node", "nodes", "parallelism"),
+    ),
+    Question(
+        "grad_accum_steps",
+        "int",
+        "Micro-batches accumulated per optimizer step: enough for tokens_per_step over "
+        "batch_size x seq_len x dp_degree.",
+        default=rules.grad_accum_steps,
+        **_at_least_one("grad_accum_steps"),
+        computed=True,
+        advanced=True,
     ),
     Question(
         "context_parallel",

@@ -716,7 +716,7 @@ def world_size(a: Answers) -> int:
 
 def grad_accum_steps(a: Answers) -> int:
     """Micro-batches per optimizer step: as many as the tokens per step aimed at need."""
-    micro_tokens = max(1, a["batch_size"] * tokens_per_sample(a) * world_size(a))
+    micro_tokens = max(1, a["batch_size"] * tokens_per_sample(a) * dp_degree(a))
     return max(1, -(-a["tokens_per_step"] // micro_tokens))
 
 
@@ -738,12 +738,48 @@ def pp_degree(a: Answers) -> int:
 
 
 def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
-    """(shard degree of the model state, TP degree, PP degree) for one parallelism choice."""
-    world = world_size(a)
+    """(ranks the model state is split over, TP degree, PP degree) for one parallelism choice.
+
+    FSDP2 shards over every rank of a node; across nodes it replicates (HSDP, ``mesh``), so
+    the state of a multi-node run is split over one node's GPUs, TP's share included.
+    """
     tp = tp_degree(a) if "tp" in parallelism else 1
     pp = pp_degree(a) if parallelism.endswith("_pp") else 1
-    shard = world if parallelism.startswith("fsdp2") else 1
-    return shard, tp, pp
+    split = world_size(a) // replicas(a, parallelism) if parallelism.startswith("fsdp2") else tp
+    return split, tp, pp
+
+
+def replicas(a: Answers, parallelism: str) -> int:
+    """FSDP2's copies of the model state: one per node (HSDP) when a node's GPUs hold the
+    sharded state and a step's activations without recomputation, else one in all."""
+    if not parallelism.startswith("fsdp2") or a["nodes"] == 1:
+        return 1
+    within = _estimate(a, parallelism, "none", split=a["gpus_per_node"])
+    cap = capacity_bytes(a)
+    return a["nodes"] if cap is None or within.total_bytes <= cap else 1
+
+
+def mesh(a: Answers, parallelism: str | None = None) -> tuple[int, int, int]:
+    """The rendered ``[parallel]`` degrees (dp_replicate, dp_shard, tp); -1 takes what the
+    others leave of the ranks started, so the same config runs on fewer ranks in tests.
+
+    DDP replicates over every rank. FSDP2 shards over them; with several nodes it shards
+    within a node and replicates across nodes (HSDP) where a node holds the sharded state
+    (``replicas``): every block's all-gathers stay on the node's NVLink, and only the
+    gradients' all-reduce crosses the network.
+    """
+    p = parallelism or a["parallelism"]
+    tp = tp_degree(a) if "tp" in p else 1
+    if p == "ddp":
+        return -1, 1, tp
+    if p.startswith("fsdp2"):
+        return replicas(a, p), -1, tp
+    return 1, 1, tp
+
+
+def dp_degree(a: Answers) -> int:
+    """Data-parallel ranks: each reads its own share of every batch (a TP group shares one)."""
+    return world_size(a) // mesh(a)[2]
 
 
 def shape_of(a: Answers) -> ModelShape:
@@ -797,13 +833,20 @@ BYTES_JINJA = repr({"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2})
 
 
 def memory_for(a: Answers, parallelism: str, activation_checkpointing: str) -> MemoryEstimate:
-    shard, tp, _ = degrees(a, parallelism)
+    return _estimate(a, parallelism, activation_checkpointing, split=degrees(a, parallelism)[0])
+
+
+def _estimate(
+    a: Answers, parallelism: str, activation_checkpointing: str, split: int
+) -> MemoryEstimate:
+    """The estimate with the model state split ``split`` ways."""
+    tp = tp_degree(a) if "tp" in parallelism else 1
     return estimate_train_memory(
         shape_of(a),
         seq_len=a["seq_len"],
         batch_size=a["batch_size"],
         precision=a["precision"],
-        shard_degree=shard,
+        shard_degree=split,
         tp_degree=tp,
         activation_checkpointing=activation_checkpointing,
         autocast=autocast_of(parallelism),
@@ -852,6 +895,13 @@ def suggest_parallelism(a: Answers) -> Decision:
             f"gradients and optimizer state over {world} ranks brings it to ~{_gb(fsdp.total_bytes)}.",
         )
     tp = tp_degree(a)
+    if why := tp_refusal(dict(a, parallelism="fsdp2_tp")):
+        return Decision(
+            "fsdp2",
+            f"Sharding alone leaves ~{_gb(fsdp.total_bytes)} per device ({budget}), and "
+            f"tensor parallel does not apply ({why.split(': pick')[0]}): shard, and let "
+            "activation checkpointing close the gap.",
+        )
     if a["nodes"] > 1 and a["n_layers"] >= DEEP_MODEL_LAYERS:
         return Decision(
             "fsdp2_tp_pp",
@@ -893,12 +943,8 @@ def check_parallelism(a: Answers) -> str | None:
             "tensor parallel splits layers across the GPUs of one node, and gpus_per_node=1: "
             "raise gpus_per_node, or pick fsdp2"
         )
-    if "tp" in p and tp_degree(a) < 2:
-        return (
-            f"no tensor-parallel degree from 2 to {min(a['gpus_per_node'], MAX_TP_DEGREE)} divides "
-            f"both n_heads={a['n_heads']} and n_kv_heads={a['n_kv_heads']}: change the head "
-            "counts, or pick fsdp2"
-        )
+    if "tp" in p and (why := tp_refusal(a)):
+        return why
     if p.endswith("_pp"):
         pp = pp_degree(a)
         if pp > a["n_layers"]:
@@ -911,6 +957,52 @@ def check_parallelism(a: Answers) -> str | None:
                 f"pipeline ({pp} stages) x tensor parallel ({tp_degree(a)}) needs {pp * tp_degree(a)} "
                 f"GPUs, but there are {world}: add GPUs, or pick fsdp2_tp"
             )
+    return None
+
+
+def tp_refusal(a: Answers) -> str | None:
+    """Why tensor parallel cannot serve these answers (with the way out), or None."""
+    if not ACCELERATORS[a["accelerator"]].nvlink:
+        return (
+            f"tensor parallel on accelerator={a['accelerator']}, which has no NVLink: every "
+            "layer exchanges its activations twice in the forward and twice in the backward, "
+            "and over PCIe or a network that traffic costs more than the split saves: pick "
+            "fsdp2 (with activation checkpointing if memory is short), or an NVLink "
+            f"accelerator ({', '.join(n for n, acc in ACCELERATORS.items() if acc.nvlink)})"
+        )
+    if why := tp_not_rendered(a):
+        return f"parallelism={a['parallelism']} with {why}: pick fsdp2"
+    if tp_degree(a) < 2:
+        return (
+            f"no tensor-parallel degree from 2 to {min(a['gpus_per_node'], MAX_TP_DEGREE)} divides "
+            f"both n_heads={a['n_heads']} and n_kv_heads={a['n_kv_heads']}: change the head "
+            "counts, or pick fsdp2"
+        )
+    return None
+
+
+def tp_not_rendered(a: Answers) -> str | None:
+    """What this version has no tensor-parallel plan for, or None."""
+    if modality_of(a) != "text":
+        return (
+            f"modality={modality_of(a)}: tensor parallel is rendered for the language model, "
+            "whose head and vocabulary it shards; the other front-ends and heads have no plan yet"
+        )
+    if a["attention"] == "ssm":
+        return (
+            "attention=ssm: the selective scan has no heads to split; its channels could be, "
+            "but no plan is rendered for it"
+        )
+    if a["attention"] == "mla":
+        return (
+            "attention=mla: no plan is rendered for the latent projections (their shared "
+            "down-projection stays whole while the up-projections split by head)"
+        )
+    if a["ffn"] == "moe":
+        return (
+            "ffn=moe: no plan is rendered for the experts (expert parallel, or each expert "
+            "split as a SwiGLU is)"
+        )
     return None
 
 

@@ -92,6 +92,9 @@ class Setup:
     num_workers: int = 0  # the [data] loader's
     prefetch_factor: int = 2
     pin_memory: bool = True
+    tp: int = 1  # [parallel] tp: ranks that split every layer
+    dp_replicate: int = 1  # [parallel] dp_replicate: copies of the model state
+    ranks_per_node: int = 1  # torchrun's LOCAL_WORLD_SIZE
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
                 f"train.activation_checkpointing={step}",
             )
         )
-    if s.parallelism != "fsdp2" and (s.world_size > 1 or s.device == "cuda"):
+    if not s.parallelism.startswith("fsdp2") and (s.world_size > 1 or s.device == "cuda"):
         out[MEMORY].append(
             Recommendation(
                 "FSDP2: shard weights, gradients and optimizer state over the ranks",
@@ -308,6 +311,27 @@ def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
         )
     )
 
+    if s.tp > 1:
+        out[COMMUNICATION].append(
+            Recommendation(
+                "Fewer tensor-parallel ranks",
+                f"every layer gathers and reduce-scatters its activations over the {s.tp} tp "
+                "ranks, forward and backward: half the ranks, half that traffic, and FSDP2 "
+                "shards what they no longer split",
+                f"parallel.tp={s.tp // 2}",
+            )
+        )
+    nodes = s.world_size // max(1, s.ranks_per_node)
+    if s.parallelism.startswith("fsdp2") and nodes > 1 and s.dp_replicate == 1:
+        out[COMMUNICATION].append(
+            Recommendation(
+                "Shard within a node, replicate across nodes (HSDP)",
+                "every block's all-gather and reduce-scatter stay on a node's NVLink; only the "
+                "gradients cross the network, once per step, for a node's share of the state "
+                "per GPU",
+                f"parallel.dp_replicate={nodes}",
+            )
+        )
     if s.world_size > 1:
         out[COMMUNICATION].append(
             Recommendation(
