@@ -80,6 +80,13 @@ def _from_preset(key: str, help_text: str) -> Question:
     )
 
 
+def _derived(
+    key: str, kind: str, help_text: str, default: Any, derived_from: tuple[str, ...]
+) -> Question:
+    """A value the answers determine (never asked, not settable), and the answers it follows."""
+    return Question(key, kind, help_text, default=default, computed=True, derived_from=derived_from)
+
+
 def _at_least_one(key: str) -> dict[str, Any]:
     """The validator for a count that must be >= 1."""
     return {"validator": lambda a: rules.check_count(a, key)}
@@ -492,13 +499,12 @@ QUESTIONS: tuple[Question, ...] = (
         computed=True,
         advanced=True,
     ),
-    Question(
+    _derived(
         "param_count",
         "int",
         "Parameters of the model these answers describe.",
-        default=rules.param_count,
-        computed=True,
-        derived_from=("model_size", "dim", "n_layers", "ffn_hidden_dim", "vocab_size"),
+        rules.param_count,
+        ("model_size", "dim", "n_layers", "ffn_hidden_dim", "vocab_size"),
     ),
     _from_preset(
         "batch_size",
@@ -539,21 +545,19 @@ QUESTIONS: tuple[Question, ...] = (
         validator=rules.check_loss_scaling,
         when=lambda a: a["precision"] == "fp16",
     ),
-    Question(
+    _derived(
         "block_bytes",
         "float",
         "Activation bytes one block keeps per token for its backward, under autocast (one device, DDP).",
-        default=rules.block_bytes_of,
-        computed=True,
-        derived_from=("model_size", "precision", "seq_len"),
+        rules.block_bytes_of,
+        ("model_size", "precision", "seq_len"),
     ),
-    Question(
+    _derived(
         "block_bytes_sharded",
         "float",
         "Activation bytes one block keeps per token for its backward under FSDP2, whose weights are cast.",
-        default=rules.block_bytes_sharded,
-        computed=True,
-        derived_from=("model_size", "precision", "seq_len"),
+        rules.block_bytes_sharded,
+        ("model_size", "precision", "seq_len"),
     ),
     Question(
         "gpus_per_node",
@@ -569,42 +573,38 @@ QUESTIONS: tuple[Question, ...] = (
         default=1,
         **_at_least_one("nodes"),
     ),
-    Question(
+    _derived(
         "world_size",
         "int",
         "GPUs in all.",
-        default=rules.world_size,
-        computed=True,
-        derived_from=("gpus_per_node", "nodes"),
+        rules.world_size,
+        ("gpus_per_node", "nodes"),
     ),
     _from_preset(
         "tokens_per_step",
         "Tokens per optimizer step the starting config aims for (from the model_size preset).",
     ),
-    Question(
+    _derived(
         "tp_degree",
         "int",
         "Tensor-parallel degree if TP is used: the largest power of two in a node that divides "
         "both head counts.",
-        default=rules.tp_degree,
-        computed=True,
-        derived_from=("gpus_per_node", "n_heads", "n_kv_heads"),
+        rules.tp_degree,
+        ("gpus_per_node", "n_heads", "n_kv_heads"),
     ),
-    Question(
+    _derived(
         "pp_degree",
         "int",
         "Pipeline stages if PP is used: one per node, or two on a single node.",
-        default=rules.pp_degree,
-        computed=True,
-        derived_from=("nodes",),
+        rules.pp_degree,
+        ("nodes",),
     ),
-    Question(
+    _derived(
         "capacity_bytes",
         "int",
         "Usable memory per device (0 on CPU, where the fit checks are skipped).",
-        default=lambda a: int(rules.capacity_bytes(a) or 0),
-        computed=True,
-        derived_from=("accelerator",),
+        lambda a: int(rules.capacity_bytes(a) or 0),
+        ("accelerator",),
     ),
     Question(
         "parallelism",
@@ -623,39 +623,35 @@ QUESTIONS: tuple[Question, ...] = (
         validator=rules.check_parallelism,
         decision="Parallelism",
     ),
-    Question(
+    _derived(
         "dp_replicate",
         "int",
         "The rendered [parallel] dp_replicate: copies of the model state (-1: every rank, DDP; "
         "the number of nodes under FSDP2 on several, HSDP).",
-        default=lambda a: rules.mesh(a)[0],
-        computed=True,
-        derived_from=("parallelism", "nodes"),
+        lambda a: rules.mesh(a)[0],
+        ("parallelism", "nodes"),
     ),
-    Question(
+    _derived(
         "dp_shard",
         "int",
         "The rendered [parallel] dp_shard: ranks the model state is sharded over (-1: what "
         "dp_replicate and tp leave).",
-        default=lambda a: rules.mesh(a)[1],
-        computed=True,
-        derived_from=("parallelism",),
+        lambda a: rules.mesh(a)[1],
+        ("parallelism",),
     ),
-    Question(
+    _derived(
         "tp",
         "int",
         "The rendered [parallel] tp: tp_degree under fsdp2_tp, else 1.",
-        default=lambda a: rules.mesh(a)[2],
-        computed=True,
-        derived_from=("parallelism", "gpus_per_node", "n_heads", "n_kv_heads"),
+        lambda a: rules.mesh(a)[2],
+        ("parallelism", "gpus_per_node", "n_heads", "n_kv_heads"),
     ),
-    Question(
+    _derived(
         "dp_degree",
         "int",
         "Data-parallel ranks: each reads its own share of every batch.",
-        default=rules.dp_degree,
-        computed=True,
-        derived_from=("gpus_per_node", "nodes", "parallelism"),
+        rules.dp_degree,
+        ("gpus_per_node", "nodes", "parallelism"),
     ),
     Question(
         "grad_accum_steps",
@@ -667,13 +663,12 @@ QUESTIONS: tuple[Question, ...] = (
         computed=True,
         advanced=True,
     ),
-    Question(
+    _derived(
         "context_parallel",
         "bool",
         "Context parallel (split the sequence across GPUs), added past 32K tokens.",
-        default=rules.context_parallel,
-        computed=True,
-        derived_from=("seq_len", "gpus_per_node", "nodes", "attention"),
+        rules.context_parallel,
+        ("seq_len", "gpus_per_node", "nodes", "attention"),
     ),
     Question(
         "activation_checkpointing",
@@ -689,13 +684,12 @@ QUESTIONS: tuple[Question, ...] = (
         validator=rules.check_fit,
         decision="Activation checkpointing",
     ),
-    Question(
+    _derived(
         "memory_gb",
         "str",
         "Estimated training memory per device in GB for the chosen layout.",
-        default=rules.memory_gb,
-        computed=True,
-        derived_from=("parallelism", "activation_checkpointing", "batch_size", "seq_len"),
+        rules.memory_gb,
+        ("parallelism", "activation_checkpointing", "batch_size", "seq_len"),
     ),
     Question(
         "deployment",
@@ -770,21 +764,19 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         default="tensorboard",
     ),
-    Question(
+    _derived(
         "compile_mode",
         "str",
         "The torch.compile mode the graph-mode answer maps to.",
-        default=lambda a: rules.COMPILE_MODE[a["graph_mode"]],
-        computed=True,
-        derived_from=("graph_mode",),
+        lambda a: rules.COMPILE_MODE[a["graph_mode"]],
+        ("graph_mode",),
     ),
-    Question(
+    _derived(
         "distill",
         "bool",
         "A latency target under 10 ms: the design notes recommend distillation.",
-        default=rules.wants_distillation,
-        computed=True,
-        derived_from=("latency_ms",),
+        rules.wants_distillation,
+        ("latency_ms",),
     ),
 )
 
