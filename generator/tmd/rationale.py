@@ -85,7 +85,9 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "with the backward.",
         "fsdp2": "FSDP2 (fully_shard): parameters, gradients and optimizer state are sharded "
         "per parameter; layers are all-gathered just in time and prefetched.",
-        "fsdp2_tp": "FSDP2 across nodes x tensor parallel inside a node (DTensor).",
+        "fsdp2_tp": "Tensor parallel inside a node (DTensor): every layer's matmuls split over "
+        "its GPUs, activations and logits too, for four activation exchanges per layer and "
+        "step over NVLink; FSDP2 shards the rest of the state over the data-parallel ranks.",
         "fsdp2_tp_pp": "FSDP2 x TP x pipeline stages across nodes.",
     },
     "activation_checkpointing": {
