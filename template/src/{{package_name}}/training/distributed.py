@@ -77,8 +77,10 @@ def mesh_shape(
     if rest:
         if world_size % known:
             raise ConfigError(
-                f"{world_size} ranks do not split into parallel.{rest[0]} x {known} (the other "
-                f"degrees): start a multiple of {known} ranks, or change [parallel]"
+                f"{world_size} rank{'s' * (world_size != 1)} started, which "
+                f"{'does' if world_size == 1 else 'do'} not split into "
+                f"parallel.{rest[0]} x {known} (the other degrees): start a multiple of "
+                f"{known}, or change [parallel]"
             )
         degrees[rest[0]] = world_size // known
     elif known != world_size:
