@@ -30,6 +30,8 @@ from ..config import ConfigError, ParallelConfig
 
 MESH_DIMS = ("dp_replicate", "dp_shard", "tp")
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class World:
@@ -69,8 +71,13 @@ def mesh_shape(
     """``[parallel]``'s degrees for ``world_size`` ranks, the -1 resolved, in MESH_DIMS order.
 
     Checked before any process group starts: the degrees must multiply to the world size,
-    and a degree above 1 needs a layout that renders it (``supported``).
+    and a degree above 1 needs a layout that renders it (``supported``). One process is one
+    device, whatever the degrees.
     """
+    if world_size == 1:
+        # One process (python -m, no torchrun) trains the whole model on one device, whatever
+        # the mesh planned for many: the same config runs on a laptop and on the cluster.
+        return dict.fromkeys(MESH_DIMS, 1)
     degrees = {name: getattr(parallel, name) for name in MESH_DIMS}
     rest = [name for name, degree in degrees.items() if degree == -1]
     known = math.prod(degree for degree in degrees.values() if degree != -1)
@@ -122,6 +129,8 @@ def init_distributed(
     started = int(os.environ.get("WORLD_SIZE", 1))
     world_size = dist.get_world_size() if dist.is_initialized() else started
     shape = mesh_shape(parallel, world_size, supported)  # before any process group starts
+    if world_size == 1 and (parallel.tp > 1 or parallel.dp_replicate > 1):
+        log.info("one process: [parallel]'s mesh applies to the ranks torchrun starts")
     backend = "nccl" if device.type == "cuda" else "gloo"
     if not dist.is_initialized():
         if "RANK" in os.environ:
