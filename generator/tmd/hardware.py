@@ -22,7 +22,9 @@ class Accelerator:
 
 
 ACCELERATORS: dict[str, Accelerator] = {
-    "cpu": Accelerator("cpu", None, False, "CPU only (smoke runs, tests, tiny models)", nvlink=False),
+    "cpu": Accelerator(
+        "cpu", None, False, "CPU only (smoke runs, tests, tiny models)", nvlink=False
+    ),
     "a100": Accelerator("a100", 80.0, False, "NVIDIA A100 80 GB (Ampere: bf16, no fp8)", 2.039),
     "h100": Accelerator("h100", 80.0, True, "NVIDIA H100 80 GB (Hopper: bf16 and fp8)", 3.35),
     "h200": Accelerator("h200", 141.0, True, "NVIDIA H200 141 GB (Hopper: bf16 and fp8)", 4.8),

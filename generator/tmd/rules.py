@@ -737,13 +737,18 @@ def pp_degree(a: Answers) -> int:
     return a["nodes"] if a["nodes"] > 1 else 2
 
 
+def tp_of(a: Answers, parallelism: str) -> int:
+    """The TP degree ``parallelism`` applies: ``tp_degree`` for the TP layouts, else 1."""
+    return tp_degree(a) if "tp" in parallelism else 1
+
+
 def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
     """(ranks the model state is split over, TP degree, PP degree) for one parallelism choice.
 
     FSDP2 shards over every rank of a node; across nodes it replicates (HSDP, ``mesh``), so
     the state of a multi-node run is split over one node's GPUs, TP's share included.
     """
-    tp = tp_degree(a) if "tp" in parallelism else 1
+    tp = tp_of(a, parallelism)
     pp = pp_degree(a) if parallelism.endswith("_pp") else 1
     split = world_size(a) // replicas(a, parallelism) if parallelism.startswith("fsdp2") else tp
     return split, tp, pp
@@ -769,7 +774,7 @@ def mesh(a: Answers, parallelism: str | None = None) -> tuple[int, int, int]:
     gradients' all-reduce crosses the network.
     """
     p = parallelism or a["parallelism"]
-    tp = tp_degree(a) if "tp" in p else 1
+    tp = tp_of(a, p)
     if p == "ddp":
         return -1, 1, tp
     if p.startswith("fsdp2"):
@@ -840,7 +845,7 @@ def _estimate(
     a: Answers, parallelism: str, activation_checkpointing: str, split: int
 ) -> MemoryEstimate:
     """The estimate with the model state split ``split`` ways."""
-    tp = tp_degree(a) if "tp" in parallelism else 1
+    tp = tp_of(a, parallelism)
     return estimate_train_memory(
         shape_of(a),
         seq_len=a["seq_len"],
@@ -895,12 +900,12 @@ def suggest_parallelism(a: Answers) -> Decision:
             f"gradients and optimizer state over {world} ranks brings it to ~{_gb(fsdp.total_bytes)}.",
         )
     tp = tp_degree(a)
-    if why := tp_refusal(dict(a, parallelism="fsdp2_tp")):
+    if refused := tp_refusal(dict(a, parallelism="fsdp2_tp")):
         return Decision(
             "fsdp2",
             f"Sharding alone leaves ~{_gb(fsdp.total_bytes)} per device ({budget}), and "
-            f"tensor parallel does not apply ({why.split(': pick')[0]}): shard, and let "
-            "activation checkpointing close the gap.",
+            f"tensor parallel does not apply ({refused[0]}): shard, and let activation "
+            "checkpointing close the gap.",
         )
     if a["nodes"] > 1 and a["n_layers"] >= DEEP_MODEL_LAYERS:
         return Decision(
@@ -943,8 +948,8 @@ def check_parallelism(a: Answers) -> str | None:
             "tensor parallel splits layers across the GPUs of one node, and gpus_per_node=1: "
             "raise gpus_per_node, or pick fsdp2"
         )
-    if "tp" in p and (why := tp_refusal(a)):
-        return why
+    if "tp" in p and (refused := tp_refusal(a)):
+        return ": ".join(refused)
     if p.endswith("_pp"):
         pp = pp_degree(a)
         if pp > a["n_layers"]:
@@ -960,23 +965,24 @@ def check_parallelism(a: Answers) -> str | None:
     return None
 
 
-def tp_refusal(a: Answers) -> str | None:
-    """Why tensor parallel cannot serve these answers (with the way out), or None."""
+def tp_refusal(a: Answers) -> tuple[str, str] | None:
+    """Why tensor parallel cannot serve these answers, and the way out; None if it can."""
     if not ACCELERATORS[a["accelerator"]].nvlink:
+        nvlink = ", ".join(name for name, acc in ACCELERATORS.items() if acc.nvlink)
         return (
             f"tensor parallel on accelerator={a['accelerator']}, which has no NVLink: every "
             "layer exchanges its activations twice in the forward and twice in the backward, "
-            "and over PCIe or a network that traffic costs more than the split saves: pick "
-            "fsdp2 (with activation checkpointing if memory is short), or an NVLink "
-            f"accelerator ({', '.join(n for n, acc in ACCELERATORS.items() if acc.nvlink)})"
+            "and over PCIe or a network that traffic costs more than the split saves",
+            "pick fsdp2 (with activation checkpointing if memory is short), or an NVLink "
+            f"accelerator ({nvlink})",
         )
     if why := tp_not_rendered(a):
-        return f"parallelism={a['parallelism']} with {why}: pick fsdp2"
+        return f"parallelism={a['parallelism']} with {why}", "pick fsdp2"
     if tp_degree(a) < 2:
         return (
             f"no tensor-parallel degree from 2 to {min(a['gpus_per_node'], MAX_TP_DEGREE)} divides "
-            f"both n_heads={a['n_heads']} and n_kv_heads={a['n_kv_heads']}: change the head "
-            "counts, or pick fsdp2"
+            f"both n_heads={a['n_heads']} and n_kv_heads={a['n_kv_heads']}",
+            "change the head counts, or pick fsdp2",
         )
     return None
 
