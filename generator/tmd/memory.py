@@ -35,8 +35,13 @@ The model is simple on purpose and stated in full, so a person can check it by h
 On a CPU (``accelerator=cpu``) RMSNorm saves more: it has no fused CPU kernel, and its
 composite form keeps an fp32 upcast of its input and the normalised input.
 
-Pipeline parallel does not change this figure: 1F1B keeps as many micro-batches in flight on
-the first stage as there are stages, each over 1/pp of the layers. Its gain is communication.
+Under pipeline parallel ``batch_size`` is one micro-batch of the schedule, and the first rank
+keeps the most activations: 1F1B as many micro-batches in flight as there are stages, each
+over 1/pp of the layers, as much as one micro-batch through every layer (GPipe keeps all of
+them; the interleaved schedule a little more than 1F1B). Its gain is communication. FSDP2 under a pipeline keeps a stage's weights gathered from the first
+micro-batch's forward to the last one's backward (gathering them again for every micro-batch
+would multiply the all-gathers): 1/pp of the weights (a tp-th of them each) in the compute
+dtype, instead of the root unit and two blocks.
 """
 
 from __future__ import annotations
@@ -223,12 +228,15 @@ def position_bytes(shape: ModelShape, precision: str, seq_len: int) -> int:
     return tables
 
 
-def unsharded_bytes(shape: ModelShape, precision: str) -> float:
+def unsharded_bytes(shape: ModelShape, precision: str, pp_degree: int = 1) -> float:
     """FSDP2's unsharded weights, in the compute dtype, when the backward starts.
 
     The root unit (embeddings, final norm, head) is not resharded after the forward; the
-    last block is gathered again for its backward and the next one is prefetched.
+    last block is gathered again for its backward and the next one is prefetched. Under a
+    pipeline of ``pp_degree`` stages, a stage's weights stay gathered.
     """
+    if pp_degree > 1:
+        return count_params(shape) / pp_degree * ACTIVATION_BYTES[precision]
     root = root_params(shape)
     block = (count_params(shape) - root) / shape.n_layers
     return (root + 2 * block) * ACTIVATION_BYTES[precision]
@@ -290,6 +298,8 @@ def estimate_train_memory(
     autocast: bool = True,
     cpu: bool = False,
     fsdp: bool = False,
+    pp_degree: int = 1,
+    in_flight: float = 1.0,
 ) -> MemoryEstimate:
     params = count_params(shape)
     tokens = batch_size * shape.sequences_per_sample * seq_len
@@ -298,12 +308,15 @@ def estimate_train_memory(
     )
     # Tensor parallel splits every layer's activations; each rank keeps the whole position
     # tables.
-    activations = tokens * per_token / tp_degree + position_bytes(shape, precision, seq_len)
+    # ``in_flight``: the micro-batches' activations a pipeline's first rank keeps at once.
+    activations = tokens * per_token / tp_degree * in_flight + position_bytes(
+        shape, precision, seq_len
+    )
     return MemoryEstimate(
         params=params,
         state_bytes=params * STATE_BYTES_PER_PARAM / shard_degree,
         activation_bytes=activations,
         weight_copy_bytes=weight_copy_bytes(shape, precision, autocast=autocast) / tp_degree,
         logit_bytes=output_elements(shape, batch_size, tokens) * LOGIT_BYTES_PER_ENTRY / tp_degree,
-        unsharded_bytes=unsharded_bytes(shape, precision) / tp_degree if fsdp else 0.0,
+        unsharded_bytes=unsharded_bytes(shape, precision, pp_degree) / tp_degree if fsdp else 0.0,
     )

@@ -170,6 +170,8 @@ def explain(answers: Answers) -> Plan:
         plan.notes.append(SMALL_TABLE_NOTE.format(**answers))
     if answers["context_parallel"]:
         plan.notes.append(CONTEXT_PARALLEL_NOTE.format(**answers))
+    if answers["pp"] > 1:
+        plan.notes.append(pipeline_note(answers))
     if answers["distill"]:
         plan.notes.append(DISTILL_NOTE.format(**answers) + rules.weight_read_sentence(answers))
     if answers["quantization"] == "int8_dynamic" and rules.generates(answers):
@@ -192,6 +194,19 @@ CONTEXT_PARALLEL_NOTE = (
     "seq_len={seq_len} is past 32768 tokens: the rule adds context parallel (ring attention "
     "over the sequence dimension), a CUDA-only path."
 )
+
+
+def pipeline_note(a: dict) -> str:
+    schedule, pp, m = a["pp_schedule"], a["pp"], a["pp_microbatches"]
+    stages = pp * rules.stages_per_rank(schedule)
+    bubble = rules.pipeline_bubble(schedule, pp, m)
+    return (
+        f"Pipeline: {a['n_layers']} layers in {stages} stages on {pp} ranks ({schedule}), "
+        f"{m} micro-batches of {a['batch_size']} per step: each stage idles for {bubble:.0%} "
+        "of a step while the pipeline fills and drains (more micro-batches shrink it)."
+    )
+
+
 SPECULATIVE_NOTE = (
     "Speculative decoding: a {draft_layers}-layer draft (configs/draft.toml, a quarter of "
     "the model's {n_layers}) proposes 4 tokens per forward of the model, which verifies them "

@@ -616,10 +616,9 @@ QUESTIONS: tuple[Question, ...] = (
             _c("ddp", "DDP (replicate, all-reduce gradients)"),
             _c("fsdp2", "FSDP2 (shard params, grads and optimizer state)"),
             _c("fsdp2_tp", "FSDP2 + tensor parallel (2-D)"),
-            _c("fsdp2_tp_pp", "FSDP2 + TP + pipeline parallel (3-D)", offered=False),
+            _c("fsdp2_tp_pp", "FSDP2 + TP + pipeline parallel (3-D)"),
         ),
         default=rules.suggest_parallelism,
-        fallback={"fsdp2_tp_pp": "fsdp2_tp"},
         validator=rules.check_parallelism,
         decision="Parallelism",
     ),
@@ -647,11 +646,40 @@ QUESTIONS: tuple[Question, ...] = (
         ("parallelism", "gpus_per_node", "n_heads", "n_kv_heads"),
     ),
     _derived(
+        "pp",
+        "int",
+        "The rendered [parallel] pp: pipeline stages (pp_degree) under fsdp2_tp_pp, else 1.",
+        lambda a: rules.mesh(a)[3],
+        ("parallelism", "nodes"),
+    ),
+    _derived(
         "dp_degree",
         "int",
         "Data-parallel ranks: each reads its own share of every batch.",
         rules.dp_degree,
         ("gpus_per_node", "nodes", "parallelism"),
+    ),
+    Question(
+        "pp_schedule",
+        "str",
+        "Pipeline schedule: 1F1B (at most one micro-batch per stage in flight), GPipe (all "
+        "forwards, then all backwards), or Interleaved1F1B (two stages per rank, half the "
+        "bubble) where every stage keeps two layers.",
+        choices=tuple(_c(name, name) for name in rules.PP_SCHEDULES),
+        default=rules.pp_schedule,
+        validator=rules.check_pp_schedule,
+        computed=True,
+        advanced=True,
+    ),
+    Question(
+        "pp_microbatches",
+        "int",
+        "Micro-batches one pipeline step runs (1 without a pipeline): those tokens_per_step "
+        "needs, at least one per stage.",
+        default=rules.pp_microbatches,
+        validator=rules.check_pp_microbatches,
+        computed=True,
+        advanced=True,
     ),
     Question(
         "grad_accum_steps",

@@ -88,7 +88,10 @@ CHOICE_RATIONALE: dict[str, dict[str, str]] = {
         "fsdp2_tp": "Tensor parallel inside a node (DTensor): every layer's matmuls split over "
         "its GPUs, activations and logits too, for four activation exchanges per layer and "
         "step over NVLink; FSDP2 shards the rest of the state over the data-parallel ranks.",
-        "fsdp2_tp_pp": "FSDP2 x TP x pipeline stages across nodes.",
+        "fsdp2_tp_pp": "Pipeline stages (torch.distributed.pipelining): the layers split into "
+        "stages, one per node, that exchange only the activations at their boundary, with "
+        "micro-batches filling the pipeline; inside a stage, tensor parallel over the node's "
+        "NVLink and FSDP2 over the rest.",
     },
     "activation_checkpointing": {
         "none": "No recomputation: the fastest steps.",

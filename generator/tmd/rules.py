@@ -714,10 +714,95 @@ def world_size(a: Answers) -> int:
     return a["gpus_per_node"] * a["nodes"]
 
 
-def grad_accum_steps(a: Answers) -> int:
-    """Micro-batches per optimizer step: as many as the tokens per step aimed at need."""
+def micro_batches(a: Answers) -> int:
+    """Micro-batches of ``batch_size`` per data-parallel rank that the tokens per step aimed at
+    need."""
     micro_tokens = max(1, a["batch_size"] * tokens_per_sample(a) * dp_degree(a))
     return max(1, -(-a["tokens_per_step"] // micro_tokens))
+
+
+def grad_accum_steps(a: Answers) -> int:
+    """Micro-batches accumulated per optimizer step: as many as the tokens per step aimed at
+    need. Under pipeline parallel the schedule runs them instead (``pp_microbatches``)."""
+    return 1 if a["parallelism"].endswith("_pp") else micro_batches(a)
+
+
+PP_SCHEDULES = ("GPipe", "1F1B", "Interleaved1F1B")
+
+
+def pp_schedule(a: Answers) -> str:
+    """Interleaved 1F1B where every rank can hold two stages of at least two layers each: it
+    halves the bubble for twice the activation sends. Otherwise 1F1B, which keeps at most
+    ``pp`` micro-batches' activations in flight where GPipe keeps them all."""
+    return "Interleaved1F1B" if a["n_layers"] >= 4 * pp_degree(a) else "1F1B"
+
+
+def stages_per_rank(schedule: str) -> int:
+    return 2 if schedule == "Interleaved1F1B" else 1
+
+
+def pp_microbatches(a: Answers) -> int:
+    """Micro-batches one pipeline step runs: those the tokens per step need, at least one per
+    stage (fewer leaves stages idle for most of the step); a multiple of the stages under
+    the interleaved schedule, which runs them in rounds."""
+    if not a["parallelism"].endswith("_pp"):
+        return 1
+    pp = pp_degree(a)
+    m = max(pp, micro_batches(a))
+    if a["pp_schedule"] == "Interleaved1F1B":
+        m = -(-m // pp) * pp
+    return m
+
+
+def in_flight(a: Answers) -> float:
+    """The activations a pipeline's first rank keeps at its peak, in micro-batches through
+    every layer: GPipe keeps all ``m`` over its 1/p of the layers, 1F1B ``min(p, m)``, and the
+    interleaved schedule (Megatron-LM's count) ``1 + (p - 1) / (p v)`` times that."""
+    if not a.get("parallelism", "").endswith("_pp") or "pp_microbatches" not in a:
+        return 1.0  # a layout weighed before the pipeline is planned: 1F1B, m >= p
+    pp, m = pp_degree(a), a["pp_microbatches"]
+    if a["pp_schedule"] == "GPipe":
+        return m / pp
+    v = stages_per_rank(a["pp_schedule"])
+    return min(pp, m) / pp * (1 + (pp - 1) / (pp * v) if v > 1 else 1)
+
+
+def pipeline_bubble(schedule: str, stages: int, microbatches: int) -> float:
+    """The share of a step a stage idles while the pipeline fills and drains:
+    (p - 1) / (v m + p - 1), ``v`` stages per rank."""
+    if stages == 1:
+        return 0.0
+    v = stages_per_rank(schedule)
+    return (stages - 1) / (v * microbatches + stages - 1)
+
+
+def check_pp_schedule(a: Answers) -> str | None:
+    if a["pp_schedule"] not in PP_SCHEDULES:
+        return f"pp_schedule={a['pp_schedule']}: choose one of {', '.join(PP_SCHEDULES)}"
+    stages = pp_degree(a) * stages_per_rank(a["pp_schedule"])
+    if a["parallelism"].endswith("_pp") and stages > a["n_layers"]:
+        return (
+            f"pp_schedule={a['pp_schedule']} makes {stages} stages of {a['n_layers']} layers: "
+            "every stage needs at least one layer; use pp_schedule=1F1B"
+        )
+    return None
+
+
+def check_pp_microbatches(a: Answers) -> str | None:
+    if not a["parallelism"].endswith("_pp"):
+        return None
+    m, pp = a["pp_microbatches"], pp_degree(a)
+    if m < pp:
+        return (
+            f"pp_microbatches={m} for {pp} pipeline stages: every stage needs a micro-batch "
+            f"to work on while the pipeline is full; use at least {pp}"
+        )
+    if a["pp_schedule"] == "Interleaved1F1B" and m % pp:
+        return (
+            f"pp_microbatches={m}: the interleaved schedule runs micro-batches in rounds of "
+            f"one per stage ({pp}); use a multiple of {pp}, or pp_schedule=1F1B"
+        )
+    return None
 
 
 def tp_degree(a: Answers) -> int:
@@ -757,34 +842,39 @@ def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
 def replicas(a: Answers, parallelism: str) -> int:
     """FSDP2's copies of the model state: one per node (HSDP) when a node's GPUs hold the
     sharded state and a step's activations without recomputation, else one in all."""
-    if not parallelism.startswith("fsdp2") or a["nodes"] == 1:
-        return 1
+    if not parallelism.startswith("fsdp2") or a["nodes"] == 1 or parallelism.endswith("_pp"):
+        return 1  # a pipeline already keeps its stages' traffic inside a node
     within = _estimate(a, parallelism, "none", split=a["gpus_per_node"])
     cap = capacity_bytes(a)
     return a["nodes"] if cap is None or within.total_bytes <= cap else 1
 
 
-def mesh(a: Answers, parallelism: str | None = None) -> tuple[int, int, int]:
-    """The rendered ``[parallel]`` degrees (dp_replicate, dp_shard, tp); -1 takes what the
-    others leave of the ranks started, so the same config runs on fewer ranks in tests.
+def mesh(a: Answers, parallelism: str | None = None) -> tuple[int, int, int, int]:
+    """The rendered ``[parallel]`` degrees (dp_replicate, dp_shard, tp, pp); -1 takes what
+    the others leave of the ranks started, so the same config runs on fewer ranks in tests.
 
     DDP replicates over every rank. FSDP2 shards over them; with several nodes it shards
     within a node and replicates across nodes (HSDP) where a node holds the sharded state
     (``replicas``): every block's all-gathers stay on the node's NVLink, and only the
-    gradients' all-reduce crosses the network.
+    gradients' all-reduce crosses the network. Under pipeline parallel the stages are the
+    outermost dimension, one per node (two on a single node), and each stage's layers are
+    sharded over its node's GPUs.
     """
     p = parallelism or a["parallelism"]
     tp = tp_of(a, p)
+    pp = pp_degree(a) if p.endswith("_pp") else 1
     if p == "ddp":
-        return -1, 1, tp
+        return -1, 1, tp, pp
     if p.startswith("fsdp2"):
-        return replicas(a, p), -1, tp
-    return 1, 1, tp
+        return replicas(a, p), -1, tp, pp
+    return 1, 1, tp, pp
 
 
 def dp_degree(a: Answers) -> int:
-    """Data-parallel ranks: each reads its own share of every batch (a TP group shares one)."""
-    return world_size(a) // mesh(a)[2]
+    """Data-parallel ranks: each reads its own share of every batch (a TP group and the
+    stages of one pipeline share one)."""
+    _, _, tp, pp = mesh(a)
+    return world_size(a) // (tp * pp)
 
 
 def shape_of(a: Answers) -> ModelShape:
@@ -857,6 +947,8 @@ def _estimate(
         autocast=autocast_of(parallelism),
         cpu=a["accelerator"] == "cpu",
         fsdp=parallelism.startswith("fsdp2"),
+        pp_degree=pp_degree(a) if parallelism.endswith("_pp") else 1,
+        in_flight=in_flight(a) if parallelism.endswith("_pp") else 1.0,
     )
 
 
@@ -957,10 +1049,11 @@ def check_parallelism(a: Answers) -> str | None:
                 f"{pp} pipeline stages for {a['n_layers']} layers: every stage needs at least one "
                 "layer; use fewer nodes, or pick fsdp2_tp"
             )
-        if world < pp * tp_degree(a):
+        if world % (pp * tp_degree(a)):
             return (
-                f"pipeline ({pp} stages) x tensor parallel ({tp_degree(a)}) needs {pp * tp_degree(a)} "
-                f"GPUs, but there are {world}: add GPUs, or pick fsdp2_tp"
+                f"pipeline ({pp} stages) x tensor parallel ({tp_degree(a)}) takes GPUs in groups "
+                f"of {pp * tp_degree(a)}, and there are {world}: use a multiple of "
+                f"{pp * tp_degree(a)}, or pick fsdp2_tp"
             )
     return None
 

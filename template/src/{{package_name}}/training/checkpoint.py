@@ -233,7 +233,7 @@ class CheckpointManager:
             return 0
         path = found[-1]
         model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
-        check_same_model(shapes(model_state), saved_model_shapes(path), path)
+        check_same_model(every_rank_shapes(model_state), saved_model_shapes(path), path)
         state = {"model": model_state, "optimizer": optimizer_state}
         dcp.load(state, checkpoint_id=path)
         set_state_dict(
@@ -263,6 +263,14 @@ Shapes = dict[str, tuple[int, ...]]
 def shapes(state: dict[str, torch.Tensor]) -> Shapes:
     """The global shape of every tensor of a model state dict (a DTensor's, not its shard's)."""
     return {key: tuple(t.shape) for key, t in state.items()}
+
+
+def every_rank_shapes(state: dict[str, torch.Tensor]) -> Shapes:
+    """``shapes`` of the model every rank holds a part of: under pipeline parallel each rank
+    holds its stages' tensors alone."""
+    held = [None] * dist.get_world_size()
+    dist.all_gather_object(held, shapes(state))
+    return {key: shape for part in held for key, shape in part.items()}
 
 
 def saved_model_shapes(path: Path) -> Shapes:

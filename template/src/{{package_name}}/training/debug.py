@@ -86,12 +86,18 @@ def nonfinite_hooks(model: nn.Module) -> Iterator[list[str]]:
 
 @torch.no_grad()
 def find_nonfinite(
-    model: nn.Module, inputs: Tensor, *rest: Tensor, forward: Forward = forward
+    model: nn.Module,
+    inputs: Tensor,
+    *rest: Tensor,
+    forward: Forward = forward,
+    through: nn.Module | None = None,
 ) -> str | None:
-    """The first module producing a NaN/inf on a batch's ``inputs`` (and what else the model
-    reads of it), run by the task's ``forward``, or None if the forward is finite."""
+    """The first module of ``model`` producing a NaN/inf on a batch's ``inputs`` (and what
+    else the model reads of it), run by the task's ``forward`` through ``through`` (default:
+    ``model``; the wrapper or the pipeline a training step calls, which runs ``model``'s
+    modules), or None if the forward is finite."""
     with nonfinite_hooks(model) as found:
-        forward(model, inputs, *rest)
+        forward(model if through is None else through, inputs, *rest)
     return found[0] if found else None
 
 
@@ -105,22 +111,30 @@ def from_every_rank(value: object) -> list:
 
 
 def explain_nonfinite(
-    model: nn.Module, inputs: Tensor, *rest: Tensor, forward: Forward = forward
+    model: nn.Module,
+    inputs: Tensor,
+    *rest: Tensor,
+    forward: Forward = forward,
+    through: nn.Module | None = None,
 ) -> str:
-    """Where a non-finite loss came from, as a clause for the error message; call on all ranks.
+    """Where a non-finite loss came from, as a clause for the error message; call on all ranks
+    (``through``: see ``find_nonfinite``).
 
     Once an optimizer step has used NaN gradients the weights themselves are NaN and every
-    module reports one, so the parameters are checked first (this rank's shards of them).
+    module reports one, so the parameters are checked first (this rank's shards of them; a
+    pipeline stage's own parameters).
     """
     local = [name for name, p in model.named_parameters() if not torch.isfinite(_local(p)).all()]
-    anywhere = {name for names in from_every_rank(local) for name in names}
-    broken = [name for name, _ in model.named_parameters() if name in anywhere]
+    # Every rank gets the same list, in rank order: the ranks then agree on what comes next.
+    broken = list(dict.fromkeys(name for names in from_every_rank(local) for name in names))
     if broken:
         return (
             f"the update already made {len(broken)} parameter tensors non-finite "
             f"(first: {broken[0]})"
         )
-    culprits = from_every_rank(find_nonfinite(model, inputs, *rest, forward=forward))
+    culprits = from_every_rank(
+        find_nonfinite(model, inputs, *rest, forward=forward, through=through)
+    )
     found = [(rank, culprit) for rank, culprit in enumerate(culprits) if culprit is not None]
     if not found:
         return "a second forward pass on the batch is finite"

@@ -5,11 +5,12 @@ LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Started without torchrun, the process for
 one, so a run on a single device goes through the same code as a run on many: the same
 per-rank batches, loss averaging and distributed checkpoints.
 
-The ranks form a mesh of ``[parallel]``'s degrees, ``dp_replicate x dp_shard x tp``, the
-innermost dimension last (torchtitan's order): the ``tp`` ranks of one group are neighbours,
-on one node, where tensor parallel's per-layer collectives ride NVLink, and the data-parallel
-ranks are the rest. Each data-parallel rank reads its own batches; the ``tp`` ranks of one
-group read the same ones.
+The ranks form a mesh of ``[parallel]``'s degrees, ``pp x dp_replicate x dp_shard x tp``,
+the innermost dimension last (torchtitan's order): the ``tp`` ranks of one group are
+neighbours, on one node, where tensor parallel's per-layer collectives ride NVLink; the
+pipeline stages are the outermost, a node (or a group of them) each, exchanging only the
+activations at their boundary. Each data-parallel rank reads its own batches; the ``tp``
+ranks of one group and the stages of one pipeline read the same ones.
 """
 
 import logging
@@ -21,14 +22,14 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-from torch import Tensor
+from torch import Tensor, nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 
 from ..config import ConfigError, ParallelConfig
 
-MESH_DIMS = ("dp_replicate", "dp_shard", "tp")
+MESH_DIMS = ("pp", "dp_replicate", "dp_shard", "tp")
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class World:
     rank: int
     world_size: int
     device: torch.device  # this rank's device
-    mesh: DeviceMesh  # (dp_replicate, dp_shard, tp), MESH_DIMS, degrees of 1 included
+    mesh: DeviceMesh  # (pp, dp_replicate, dp_shard, tp), MESH_DIMS, degrees of 1 included
     dp: DeviceMesh  # 1-D: the data-parallel ranks (dp_replicate x dp_shard, flattened)
 
     @property
@@ -58,6 +59,31 @@ class World:
         if self.dp_size > 1:
             dist.all_reduce(total, op=dist.ReduceOp.SUM, group=self.dp.get_group())
         return total
+
+    def from_last_stage(self, values: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The last pipeline stage's ``values`` on every stage of its pipeline: only the last
+        stage has the model's output, so only it can score a batch. As they are without a
+        pipeline."""
+        pp = self.mesh["pp"]
+        if pp.size() == 1:
+            return values
+        box = [{name: value.cpu() for name, value in values.items()}]
+        last = dist.get_global_rank(pp.get_group(), pp.size() - 1)
+        dist.broadcast_object_list(box, src=last, group=pp.get_group())
+        return {name: value.to(self.device) for name, value in box[0].items()}
+
+    def clip_grad_norm_(self, parameters: list[Tensor], max_norm: float) -> Tensor:
+        """``nn.utils.clip_grad_norm_`` over the whole model, returning the norm before
+        clipping. Under pipeline parallel each stage holds some of the parameters: the
+        squared norms are summed over the stages first."""
+        if self.mesh["pp"].size() == 1:
+            return nn.utils.clip_grad_norm_(parameters, max_norm)
+        norm = nn.utils.get_total_norm([p.grad for p in parameters if p.grad is not None])
+        squared = full(norm).float() ** 2
+        dist.all_reduce(squared, group=self.mesh["pp"].get_group())
+        norm = squared.sqrt()
+        nn.utils.clip_grads_with_norm_(parameters, max_norm, norm)
+        return norm
 
     def mean_each(self, values: Tensor) -> list[float]:
         """The average over the data-parallel ranks of each element of ``values``, in one
@@ -109,11 +135,12 @@ def mesh_shape(
 
 
 LAYOUT_OF = {
+    "pp": "pipeline parallel",
     "dp_replicate": "data-parallel replicas",
     "dp_shard": "sharded data parallel (FSDP2)",
     "tp": "tensor parallel",
 }
-UPDATE_TO = {"dp_replicate": "ddp", "dp_shard": "fsdp2", "tp": "fsdp2_tp"}
+UPDATE_TO = {"pp": "fsdp2_tp_pp", "dp_replicate": "ddp", "dp_shard": "fsdp2", "tp": "fsdp2_tp"}
 
 
 def init_distributed(
@@ -129,7 +156,7 @@ def init_distributed(
     started = int(os.environ.get("WORLD_SIZE", 1))
     world_size = dist.get_world_size() if dist.is_initialized() else started
     shape = mesh_shape(parallel, world_size, supported)  # before any process group starts
-    if world_size == 1 and (parallel.tp > 1 or parallel.dp_replicate > 1):
+    if world_size == 1 and max(parallel.tp, parallel.pp, parallel.dp_replicate) > 1:
         log.info("one process: [parallel]'s mesh applies to the ranks torchrun starts")
     backend = "nccl" if device.type == "cuda" else "gloo"
     if not dist.is_initialized():
@@ -159,6 +186,12 @@ def local(value: Tensor) -> Tensor:
     """A replicated DTensor as the plain tensor every rank holds (the loss under tensor
     parallel's ``loss_parallel``); any other tensor as it is."""
     return value.to_local() if isinstance(value, DTensor) else value
+
+
+def full(value: Tensor) -> Tensor:
+    """A DTensor's full value (a sum still pending over its ranks is reduced); any other
+    tensor as it is."""
+    return value.full_tensor() if isinstance(value, DTensor) else value
 
 
 def is_main_process() -> bool:
