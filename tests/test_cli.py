@@ -30,8 +30,8 @@ BAD = [
     (["parallelism=ddp"], "data parallel needs at least 2 GPUs"),
     # A choice this version does not render is refused first, offering only rendered ones.
     (
-        ["parallelism=fsdp2_tp_pp"],
-        "does not render it yet; choose one of: single, ddp, fsdp2, fsdp2_tp",
+        ["modality=audio"],
+        "does not render it yet; choose one of: text, image, timeseries, tabular",
     ),
     (["speculative=true", "attention=ssm"], "keep speculative=false"),
     (["precision=fp16", "loss_scaling=false"], "fp16 without loss scaling"),

@@ -696,11 +696,11 @@ def test_tensor_parallel_is_refused_where_it_does_not_apply(answers, message):
 
 def test_the_mesh_replicates_across_nodes_and_shards_within_one():
     ddp = resolve({"model_size": "medium", "gpus_per_node": 8})
-    assert ddp["parallelism"] == "ddp" and rules.mesh(ddp) == (-1, 1, 1)
+    assert ddp["parallelism"] == "ddp" and rules.mesh(ddp) == (-1, 1, 1, 1)
     one_node = resolve({"model_size": "large", "gpus_per_node": 8})
-    assert rules.mesh(one_node) == (1, -1, 1)
+    assert rules.mesh(one_node) == (1, -1, 1, 1)
     two_nodes = resolve({"model_size": "large", "gpus_per_node": 8, "nodes": 2})
-    assert two_nodes["parallelism"] == "fsdp2" and rules.mesh(two_nodes) == (2, -1, 1)
+    assert two_nodes["parallelism"] == "fsdp2" and rules.mesh(two_nodes) == (2, -1, 1, 1)
     # HSDP: the state is split over one node's GPUs, not over all 16.
     assert rules.degrees(two_nodes, "fsdp2")[0] == 8
     full = rules.memory_for(one_node, "fsdp2", "none").state_bytes
@@ -722,3 +722,81 @@ def test_a_state_too_large_for_one_node_is_sharded_over_every_node():
     a = resolve({"model_size": "xl", "gpus_per_node": 8, "nodes": 8})
     assert a["parallelism"].startswith("fsdp2_tp") and rules.mesh(a)[0] == 1
     assert rules.degrees(a, a["parallelism"])[0] == 64
+
+
+XL_ON_8_NODES = {"model_size": "xl", "gpus_per_node": 8, "nodes": 8, "accelerator": "h100"}
+PP_READY = {"gpus_per_node": 4, "accelerator": "h100", "parallelism": "fsdp2_tp_pp"}
+
+
+def test_a_deep_model_on_many_nodes_is_pipelined_one_stage_per_node():
+    """70B (80 layers) on 8 nodes: eight stages of TP 8, no data parallel left; interleaved,
+    16 stages of 5 layers, and the micro-batches of one sequence tokens_per_step needs."""
+    a = resolve(XL_ON_8_NODES)
+    assert a["parallelism"] == "fsdp2_tp_pp"
+    assert rules.mesh(a) == (1, -1, 8, 8) and a["dp_degree"] == 1
+    assert a["pp_schedule"] == "Interleaved1F1B"
+    assert a["grad_accum_steps"] == 1  # the schedule runs the micro-batches
+    tokens = a["batch_size"] * a["seq_len"] * a["pp_microbatches"] * a["dp_degree"]
+    assert tokens >= a["tokens_per_step"] and a["pp_microbatches"] % a["pp"] == 0
+    assert rules.pipeline_bubble("Interleaved1F1B", 8, a["pp_microbatches"]) < 0.01
+
+
+def test_the_pipeline_rule_picks_1f1b_where_stages_would_hold_one_layer():
+    a = resolve(PP_READY)  # 4 layers over 2 stages
+    assert a["pp"] == 2 and a["pp_schedule"] == "1F1B"
+    assert a["pp_microbatches"] >= 2 and rules.check_pp_microbatches(a) is None
+    assert rules.mesh(a) == (1, -1, a["tp"], 2)
+
+
+def test_the_bubble_and_the_kept_activations_follow_the_schedule():
+    assert rules.pipeline_bubble("1F1B", 4, 12) == pytest.approx(3 / 15)
+    assert rules.pipeline_bubble("GPipe", 4, 12) == pytest.approx(3 / 15)
+    assert rules.pipeline_bubble("Interleaved1F1B", 4, 12) == pytest.approx(3 / 27)
+    a = resolve(PP_READY)
+    kept = {}
+    for schedule in rules.PP_SCHEDULES:
+        b = a | {"pp_schedule": schedule, "pp_microbatches": 4}
+        kept[schedule] = rules.memory_for(b, "fsdp2_tp_pp", "none")
+    act = {schedule: m.activation_bytes for schedule, m in kept.items()}
+    # 1F1B keeps one micro-batch through every layer's worth (2 of 4, over half the layers),
+    # GPipe two (all 4), the interleaved schedule 1 + (2 - 1) / (2 x 2) = 1.25: per-step
+    # parts (the position tables) aside, which cancel in the differences.
+    assert act["Interleaved1F1B"] - act["1F1B"] == pytest.approx(
+        0.25 * (act["GPipe"] - act["1F1B"])
+    )
+    fsdp = resolve(PP_READY | {"parallelism": "fsdp2_tp"})
+    assert act["1F1B"] == pytest.approx(
+        rules.memory_for(fsdp | {"tp_degree": a["tp"]}, "fsdp2_tp", "none").activation_bytes
+    )
+    # A stage's weights stay gathered: half the model over 2 stages, split by TP.
+    params = rules.param_count(a)
+    assert kept["1F1B"].unsharded_bytes == pytest.approx(params / 2 * 2 / a["tp"])
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"pp_microbatches": 1}, "pp_microbatches=1 for 2 pipeline stages"),
+        (
+            {"pp_schedule": "Interleaved1F1B", "pp_microbatches": 3},
+            "use a multiple of 2, or pp_schedule=1F1B",
+        ),
+        ({"pp_schedule": "Interleaved1F1B", "n_layers": 3}, "makes 4 stages of 3 layers"),
+        ({"pp_schedule": "ZeroBubble"}, "choose one of GPipe, 1F1B, Interleaved1F1B"),
+    ],
+)
+def test_pipelines_the_schedule_cannot_run_are_refused(answers, message):
+    a = resolve(PP_READY) | answers
+    refusal = rules.check_pp_schedule(a) or rules.check_pp_microbatches(a)
+    assert refusal is not None and message in refusal
+
+
+def test_a_pipeline_takes_whole_groups_of_gpus_and_tp_fits_inside_a_stage():
+    """Two stages on one node of 8: TP 4 inside each (TP 8 would need 16 GPUs)."""
+    one_node = resolve(TP_READY | {"parallelism": "fsdp2_tp_pp"})
+    assert rules.mesh(one_node) == (1, -1, 4, 2) and one_node["tp_degree"] == 8
+    a = resolve(PP_READY) | {"gpus_per_node": 3, "world_size": 3}
+    refusal = rules.check_parallelism(a)
+    assert refusal is not None and "takes GPUs in groups of 2, and there are 3" in refusal
+    deep = resolve(PP_READY) | {"nodes": 8, "n_layers": 4, "world_size": 32}
+    assert "8 pipeline stages for 4 layers" in rules.check_parallelism(deep)

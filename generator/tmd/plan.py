@@ -202,7 +202,7 @@ def pipeline_note(a: dict) -> str:
     bubble = rules.pipeline_bubble(schedule, pp, m)
     return (
         f"Pipeline: {a['n_layers']} layers in {stages} stages on {pp} ranks ({schedule}), "
-        f"{m} micro-batches of {a['batch_size']} per step: each stage idles for {bubble:.0%} "
+        f"{m} micro-batches of {a['batch_size']} per step: each stage idles for {bubble:.1%} "
         "of a step while the pipeline fills and drains (more micro-batches shrink it)."
     )
 

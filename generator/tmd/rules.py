@@ -823,8 +823,16 @@ def pp_degree(a: Answers) -> int:
 
 
 def tp_of(a: Answers, parallelism: str) -> int:
-    """The TP degree ``parallelism`` applies: ``tp_degree`` for the TP layouts, else 1."""
-    return tp_degree(a) if "tp" in parallelism else 1
+    """The TP degree ``parallelism`` applies: ``tp_degree`` for the TP layouts, else 1; under
+    a pipeline, halved until the stages and the TP groups take whole GPUs (two stages on one
+    node of 8 leave 4 GPUs to each)."""
+    if "tp" not in parallelism:
+        return 1
+    tp = tp_degree(a)
+    if parallelism.endswith("_pp"):
+        while tp > 1 and world_size(a) % (pp_degree(a) * tp):
+            tp //= 2
+    return tp
 
 
 def degrees(a: Answers, parallelism: str) -> tuple[int, int, int]:
@@ -1049,11 +1057,10 @@ def check_parallelism(a: Answers) -> str | None:
                 f"{pp} pipeline stages for {a['n_layers']} layers: every stage needs at least one "
                 "layer; use fewer nodes, or pick fsdp2_tp"
             )
-        if world % (pp * tp_degree(a)):
+        if world % pp:
             return (
-                f"pipeline ({pp} stages) x tensor parallel ({tp_degree(a)}) takes GPUs in groups "
-                f"of {pp * tp_degree(a)}, and there are {world}: use a multiple of "
-                f"{pp * tp_degree(a)}, or pick fsdp2_tp"
+                f"a pipeline of {pp} stages takes GPUs in groups of {pp}, and there are "
+                f"{world}: use a multiple of {pp}, or pick fsdp2_tp"
             )
     return None
 

@@ -168,11 +168,25 @@ SLOW_TEST_FACTORS = (
 )
 
 
+# One process trains a tensor-parallel or pipelined project as it trains an FSDP2 one (the
+# mesh is for the ranks torchrun starts), and the slow tests run in one process, but for the
+# layout's own (more ranks, compiled stages, checkpoints across meshes). A layout listed here
+# pairs with the other factors as the layout it runs as in one process, and its own slow
+# tests run in one whole suite; its fast tests, two-rank equality with one process included,
+# run in every row that renders it, whatever the precision, compilation or checkpointing.
+SLOW_AS = {"fsdp2_tp": "fsdp2", "fsdp2_tp_pp": "fsdp2"}
+
+
 def slow_pairs(answers: Answers) -> set[tuple[str, Any, str, Any]]:
     """The pairs of SLOW_TEST_FACTORS a resolved row holds (a question it does not ask
-    holds none)."""
+    holds none), and the layout alone where it is one of SLOW_AS."""
     keys = [k for k in SLOW_TEST_FACTORS if BY_KEY[k].computed or asked(k, answers)]
-    return {(a, answers[a], b, answers[b]) for a, b in itertools.combinations(keys, 2)}
+    layout = answers["parallelism"]
+    seen = {k: SLOW_AS.get(layout, layout) if k == "parallelism" else answers[k] for k in keys}
+    pairs = {(a, seen[a], b, seen[b]) for a, b in itertools.combinations(keys, 2)}
+    if layout in SLOW_AS:
+        pairs.add(("parallelism", layout, "parallelism", layout))
+    return pairs
 
 
 def full_suites(rows: list[Answers]) -> list[int]:
