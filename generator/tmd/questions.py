@@ -9,7 +9,7 @@ render it yet; selecting it is refused with a message that says so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import rules
@@ -43,16 +43,11 @@ class Question:
     # A computed value that is not `advanced` is pure derivation and cannot be set: these are
     # the answers to change instead (named in the refusal).
     derived_from: tuple[str, ...] = ()
-    # When the rule picks a choice this version does not render, the default falls back to the
-    # nearest one that it does (the rule's pick still shows in DESIGN.md as "(rule: X)").
-    fallback: dict[Any, Any] = field(default_factory=dict)
 
     def default_for(self, answers: Answers) -> Any:
         value = self.default(answers) if callable(self.default) else self.default
         if isinstance(value, rules.Decision):
             value = value.choice
-            if self.choices and value not in self.offered_values():
-                value = self.fallback[value]
         return value
 
     @property

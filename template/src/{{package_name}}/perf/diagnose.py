@@ -95,6 +95,9 @@ class Setup:
     tp: int = 1  # [parallel] tp: ranks that split every layer
     dp_replicate: int = 1  # [parallel] dp_replicate: copies of the model state
     ranks_per_node: int = 1  # torchrun's LOCAL_WORLD_SIZE
+    pp: int = 1  # [parallel] pp: pipeline stages
+    pp_microbatches: int = 1  # [parallel] pp_microbatches
+    pp_bubble: float = 0.0  # the share of a step a pipeline stage idles, filling and draining
 
 
 @dataclass(frozen=True)
@@ -319,6 +322,17 @@ def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
                 "ranks, forward and backward: half the ranks, half that traffic, and FSDP2 "
                 "shards what they no longer split",
                 f"parallel.tp={s.tp // 2}",
+            )
+        )
+    if s.pp > 1 and s.pp_bubble > 0.05:
+        out[COMMUNICATION].append(
+            Recommendation(
+                "More micro-batches per pipeline step",
+                f"each of the {s.pp} stages idles {s.pp_bubble:.0%} of a step while the "
+                f"pipeline fills and drains, waiting on its neighbours' sends: twice the "
+                "micro-batches, about half that",
+                f"parallel.pp_microbatches={2 * s.pp_microbatches} (train.batch_size to match), "
+                "or parallel.pp_schedule=Interleaved1F1B",
             )
         )
     nodes = s.world_size // max(1, s.ranks_per_node)
