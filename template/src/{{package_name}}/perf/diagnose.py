@@ -328,7 +328,7 @@ def _fixes(s: Setup, memory_is_short: bool) -> dict[str, list[Recommendation]]:
         out[COMMUNICATION].append(
             Recommendation(
                 "More micro-batches per pipeline step",
-                f"each of the {s.pp} stages idles {s.pp_bubble:.0%} of a step while the "
+                f"each of the {s.pp} stages idles {round(100 * s.pp_bubble)}% of a step while the "
                 f"pipeline fills and drains, waiting on its neighbours' sends: twice the "
                 "micro-batches, about half that",
                 f"parallel.pp_microbatches={2 * s.pp_microbatches} (train.batch_size to match), "
